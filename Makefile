@@ -1,0 +1,28 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Each creates .venv from pyproject.toml when it is missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAMPLE := data/sample-run
+OUT ?= out/sample-run
+
+.PHONY: demo test venv clean
+
+$(BIN)/capbench-nb: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(BIN)/capbench-nb
+
+demo: venv
+	$(BIN)/capbench-nb metrics $(SAMPLE) --out $(OUT)
+	$(BIN)/capbench-nb verify $(SAMPLE) --out $(OUT)
+	@echo "metrics for the sample run: $(OUT)/metrics.json"
+
+test: venv
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

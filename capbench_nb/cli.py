@@ -1,0 +1,87 @@
+"""The ``capbench-nb`` command line.
+
+Exit codes: 0 success; 1 ``verify`` found disagreements; 2 bad input or usage
+(one line on stderr naming file, line and rule; no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ._version import __version__
+from .errors import InvalidRunError
+from .export import write_metrics
+from .loading import load_run
+from .verification import verify
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_DISAGREE, EXIT_INVALID = 0, 1, 2
+PROG = "capbench-nb"
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", metavar="RUN_DIR", help="run directory with manifest.json and results.jsonl")
+    p.add_argument("--out", metavar="DIR", help="output directory (default: RUN_DIR)")
+    p.add_argument(
+        "--allow-invalid",
+        action="store_true",
+        help="skip invalid lines of results.jsonl, listing each under anomalies, instead of failing",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Capability metrics for agent benchmark runs.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("metrics", help="compute every metric and write DIR/metrics.json")
+    _add_run_args(p)
+    p = sub.add_parser("verify", help="recompute from the raw results and report each disagreement with the outputs")
+    _add_run_args(p)
+    return parser
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    run = load_run(args.run_dir, strict=not args.allow_invalid)
+    path = write_metrics(run, args.out)
+    invalid = int((run.anomalies["kind"] == "invalid_line").sum())
+    if invalid:
+        print(f"{PROG}: warning: {invalid} invalid line(s) skipped and listed under anomalies", file=sys.stderr)
+    print(path)
+    return EXIT_OK
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    problems = verify(args.run_dir, args.out, strict=not args.allow_invalid)
+    out = Path(args.out) if args.out else Path(args.run_dir)
+    if problems:
+        for item in problems:
+            print(item)
+        print(f"{len(problems)} disagreement(s) between {out} and the raw results", file=sys.stderr)
+        return EXIT_DISAGREE
+    print(f"verified: the outputs in {out} agree with the raw results")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = {"metrics": _cmd_metrics, "verify": _cmd_verify}[args.command]
+    try:
+        return handler(args)
+    except InvalidRunError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except OSError as exc:  # e.g. an output directory that cannot be written
+        name = f" {exc.filename}" if exc.filename else ""
+        print(f"{PROG}: error:{name}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The one exception type for bad input."""
+
+from __future__ import annotations
+
+__all__ = ["InvalidRunError"]
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    """Render ``text`` on one line: control characters escaped, length capped."""
+    out = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
+    if len(out) > limit:
+        out = out[: limit - 1] + "…"
+    return out
+
+
+class InvalidRunError(ValueError):
+    """A run directory breaks a rule of the run format.
+
+    Parameters
+    ----------
+    file : str
+        The offending file, as the user named it (e.g. ``run/results.jsonl``).
+    rule : str
+        A short, stable identifier of the rule broken (e.g. ``success-implies-eligible``).
+    message : str
+        What is wrong, in plain English.
+    line : int, optional
+        Physical, 1-based line number (results.jsonl, or a JSON syntax error).
+    pointer : str, optional
+        JSON pointer into the file where the problem is (manifest.json).
+    """
+
+    def __init__(
+        self,
+        file: str,
+        rule: str,
+        message: str,
+        *,
+        line: int | None = None,
+        pointer: str | None = None,
+    ) -> None:
+        self.file = str(file)
+        self.rule = rule
+        self.message = message
+        self.line = line
+        self.pointer = pointer
+        super().__init__(str(self))
+
+    @property
+    def location(self) -> str:
+        loc = self.file
+        if self.line is not None:
+            loc += f":{self.line}"
+        if self.pointer is not None:
+            loc += f"#{self.pointer}"
+        return loc
+
+    def __str__(self) -> str:
+        return _one_line(f"{self.location}: {self.message} [rule: {self.rule}]", limit=1000)
+
+    def __reduce__(self):  # keep picklable despite keyword-only arguments
+        return (_rebuild, (self.file, self.rule, self.message, self.line, self.pointer))
+
+
+def _rebuild(file, rule, message, line, pointer):
+    return InvalidRunError(file, rule, message, line=line, pointer=pointer)

@@ -1,0 +1,175 @@
+"""Evidence references ``FILE#JSON_POINTER`` (RFC 6901) into an attempt's artifacts.
+
+One resolver serves validation (every reference in results.jsonl must resolve)
+and, later, record derivation.  A reference may only read inside the attempt's
+artifact directory, which itself must lie inside the run directory; both are
+checked on real paths, so symlinks cannot escape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "EvidenceError",
+    "parse_pointer",
+    "resolve_pointer",
+    "split_reference",
+    "check_relative_path",
+    "EvidenceResolver",
+]
+
+_MISSING = object()
+
+
+class EvidenceError(ValueError):
+    """A reference that is malformed, escapes its directory or does not resolve."""
+
+
+def parse_pointer(pointer: str) -> list[str]:
+    """Split an RFC 6901 JSON pointer into unescaped reference tokens.
+
+    ``""`` is the whole document; otherwise the pointer starts with ``/``.
+    ``~1`` decodes to ``/`` and ``~0`` to ``~`` (in that order, as RFC 6901
+    section 4 requires); any other ``~`` sequence is an error.
+    """
+    if pointer == "":
+        return []
+    if not pointer.startswith("/"):
+        raise EvidenceError(f"JSON pointer {pointer!r} must be empty or start with '/'")
+    tokens = pointer[1:].split("/")
+    for tok in tokens:
+        i = tok.find("~")
+        while i != -1:
+            if i + 1 >= len(tok) or tok[i + 1] not in "01":
+                raise EvidenceError(f"JSON pointer {pointer!r} has an invalid '~' escape")
+            i = tok.find("~", i + 2)
+    return [tok.replace("~1", "/").replace("~0", "~") for tok in tokens]
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """Return the value ``pointer`` refers to in ``document``.
+
+    Raises
+    ------
+    EvidenceError
+        When a token names a missing key, an index past the end (``-``
+        included), a non-canonical index such as ``01``, or steps into a scalar.
+    """
+    node = document
+    tokens = parse_pointer(pointer)
+    for depth, tok in enumerate(tokens):
+        where = "/" + "/".join(tokens[:depth]) if depth else "the document root"
+        if isinstance(node, dict):
+            if tok not in node:
+                raise EvidenceError(f"pointer {pointer!r}: no key {tok!r} at {where}")
+            node = node[tok]
+        elif isinstance(node, list):
+            if not tok.isdigit() or not tok.isascii() or (tok != "0" and tok.startswith("0")):
+                raise EvidenceError(f"pointer {pointer!r}: {tok!r} is not an array index at {where}")
+            idx = int(tok)
+            if idx >= len(node):
+                raise EvidenceError(
+                    f"pointer {pointer!r}: index {idx} is past the end of the array "
+                    f"(length {len(node)}) at {where}"
+                )
+            node = node[idx]
+        else:
+            raise EvidenceError(f"pointer {pointer!r}: cannot step into a {type(node).__name__} at {where}")
+    return node
+
+
+def split_reference(reference: str) -> tuple[str, str]:
+    """Split ``FILE#POINTER`` at its first ``#``; the pointer is used as written."""
+    file, sep, pointer = reference.partition("#")
+    if not sep or not file:
+        raise EvidenceError(f"evidence reference {reference!r} is not of the form FILE#JSON_POINTER")
+    return file, pointer
+
+
+def check_relative_path(path: str, what: str) -> None:
+    """Refuse absolute paths and ``..`` components (a lexical check, no I/O)."""
+    if os.path.isabs(path) or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+        raise EvidenceError(f"{what} {path!r} must be a relative path")
+    parts = path.replace("\\", "/").split("/")
+    if ".." in parts:
+        raise EvidenceError(f"{what} {path!r} must not contain '..'")
+    if "\x00" in path:
+        raise EvidenceError(f"{what} {path!r} contains a NUL character")
+
+
+def _inside(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+class EvidenceResolver:
+    """Resolve evidence references of the attempts of one run directory.
+
+    Parsed artifact files are cached (a bounded number), so many references
+    into one file read it once.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run directory; nothing outside its real path is ever read.
+    cache_size : int, default 256
+        Number of parsed artifact files kept.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike, *, cache_size: int = 256) -> None:
+        self.run_dir = Path(run_dir)
+        self._real_run_dir = os.path.realpath(self.run_dir)
+        self._cache: dict[str, Any] = {}
+        self._cache_size = cache_size
+
+    def artifact_root(self, artifact_dir: str) -> str:
+        """Real path of ``artifact_dir`` after checking it stays inside the run."""
+        check_relative_path(artifact_dir, "artifact_dir")
+        real = os.path.realpath(os.path.join(self._real_run_dir, artifact_dir))
+        if not _inside(real, self._real_run_dir):
+            raise EvidenceError(f"artifact_dir {artifact_dir!r} resolves outside the run directory")
+        return real
+
+    def _load(self, real_file: str, shown: str) -> Any:
+        hit = self._cache.get(real_file, _MISSING)
+        if hit is _MISSING:
+            try:
+                with open(real_file, "rb") as fh:
+                    hit = json.loads(fh.read().decode("utf-8"))
+            except FileNotFoundError:
+                hit = EvidenceError(f"evidence file {shown!r} does not exist")
+            except IsADirectoryError:
+                hit = EvidenceError(f"evidence file {shown!r} is a directory")
+            except OSError as exc:
+                hit = EvidenceError(f"evidence file {shown!r} cannot be read: {exc.strerror}")
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                hit = EvidenceError(f"evidence file {shown!r} is not valid JSON: {exc}")
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[real_file] = hit
+        if isinstance(hit, EvidenceError):
+            raise hit
+        return hit
+
+    def resolve(self, artifact_dir: str | None, reference: str) -> Any:
+        """Return the JSON value ``reference`` points at.
+
+        Raises
+        ------
+        EvidenceError
+            With a one-sentence reason when the reference cannot be followed.
+        """
+        if artifact_dir is None:
+            raise EvidenceError(f"evidence {reference!r} given but artifact_dir is null")
+        file, pointer = split_reference(reference)
+        check_relative_path(file, "evidence file")
+        root = self.artifact_root(artifact_dir)
+        real_file = os.path.realpath(os.path.join(root, file))
+        if not _inside(real_file, root) or real_file == root:
+            raise EvidenceError(f"evidence file {file!r} resolves outside the attempt's artifact directory")
+        shown = f"{artifact_dir.rstrip('/')}/{file}"
+        document = self._load(real_file, shown)
+        return resolve_pointer(document, pointer)

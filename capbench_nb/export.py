@@ -1,0 +1,154 @@
+"""metrics.json: assembly from a Run, canonical serialisation, atomic writing (spec section 7)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._version import __version__
+from .loading import MANIFEST, RESULTS, Run
+from .metrics import (
+    METRICS,
+    attempt_counts,
+    counted_attempts,
+    per_task,
+    telemetry_aggregates,
+)
+from .schema import ANOMALY_KINDS, METRICS_SCHEMA_VERSION
+
+__all__ = ["compute_metrics", "dumps", "write_atomic", "write_metrics", "METRICS_FILE"]
+
+METRICS_FILE = "metrics.json"
+
+
+def _scalar(value: Any) -> Any:
+    """A JSON-ready Python scalar: pandas/numpy nulls become None, numpy numbers Python ones."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+def _per_task_entries(table: pd.DataFrame) -> list[dict]:
+    entries = []
+    cols = {name: table[name].to_numpy(dtype="object") for name in table.columns}
+    for i in range(len(table)):
+        row = {name: _scalar(values[i]) for name, values in cols.items()}
+        first = row["first_success_attempt"]
+        entries.append(
+            {
+                "task_id": row["task_id"],
+                "planned_repeats": row["planned_repeats"],
+                "attempts": row["attempts"],
+                "eligible": row["eligible"],
+                "successes": row["successes"],
+                "k_eligible": row["k_eligible"],
+                "first_success_attempt": first,
+                "cost_to_first_success": None
+                if first is None
+                else {
+                    "task_wall_ms": row["cost_to_first_success_task_wall_ms"],
+                    "total_tokens": row["cost_to_first_success_total_tokens"],
+                    "cost": row["cost_to_first_success_cost"],
+                },
+                "oracle_best_score": row["oracle_best_score"],
+            }
+        )
+    return entries
+
+
+def _anomaly_entries(anomalies: pd.DataFrame) -> list[dict]:
+    out = []
+    for kind, tid, att, line, reason, rule in anomalies[["kind", "task_id", "attempt", "line", "reason", "rule"]].itertuples(
+        index=False, name=None
+    ):
+        text = reason if kind != "invalid_line" else f"{reason} [rule: {rule}]"
+        out.append({"kind": kind, "task_id": _scalar(tid), "attempt": _scalar(att), "line": int(line), "reason": text})
+    return out
+
+
+def compute_metrics(run: Run) -> dict:
+    """Every metric of spec section 6 for ``run``, as the metrics.json document.
+
+    The result depends only on the two input files (and ``run.strict``): no
+    clock, no paths, no environment.  Keys follow spec section 7, plus
+    ``suite``, ``status``, ``judge``, ``anomaly_counts`` and per-task
+    ``k_eligible``.
+    """
+    plan, k = run.plan, run.k
+    attempts = counted_attempts(run.records, plan=plan)
+    observed = int(pd.Index(attempts["task_id"].astype(object)).nunique())
+    metrics = {name: fn(attempts, plan, k).to_dict() for name, fn in METRICS.items()}
+    suite = run.manifest.get("suite")
+    counts = run.anomalies["kind"].value_counts()
+    return {
+        "schema_version": METRICS_SCHEMA_VERSION,
+        "run_id": run.run_id,
+        "suite": {"name": suite.get("name"), "version": suite.get("version")} if isinstance(suite, dict) else None,
+        "status": run.manifest.get("status"),
+        "judge": run.judge,
+        "k": int(k),
+        "tasks": {"planned": int(len(plan)), "observed": observed},
+        "attempts": attempt_counts(attempts, plan=plan),
+        "metrics": metrics,
+        "telemetry": telemetry_aggregates(attempts, plan=plan),
+        "per_task": _per_task_entries(per_task(attempts, plan=plan, k=k)),
+        "anomalies": _anomaly_entries(run.anomalies),
+        "anomaly_counts": {kind: int(counts.get(kind, 0)) for kind in ANOMALY_KINDS},
+        "provenance": {
+            "toolkit": "capbench-nb",
+            "toolkit_version": __version__,
+            "inputs": {MANIFEST: run.hashes[MANIFEST], RESULTS: run.hashes[RESULTS]},
+            "options": {"allow_invalid": not run.strict},
+        },
+    }
+
+
+def dumps(document: dict) -> str:
+    """Canonical JSON text: 2-space indent, ASCII only, no NaN, newline at the end.
+
+    ASCII escapes keep the bytes stable and valid whatever characters task ids hold.
+    """
+    return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part.
+
+    The text goes to a temporary file in the same directory, is flushed and
+    fsynced, then renamed over ``path``.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def write_metrics(run: Run, out_dir: str | os.PathLike | None = None) -> Path:
+    """Compute and write ``metrics.json`` into ``out_dir`` (default: the run directory)."""
+    out = Path(out_dir) if out_dir is not None else run.path
+    out.mkdir(parents=True, exist_ok=True)
+    return write_atomic(out / METRICS_FILE, dumps(compute_metrics(run)))

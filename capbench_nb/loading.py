@@ -1,0 +1,730 @@
+"""Loading and validation of a run directory (spec sections 1-3 and 8).
+
+``load_run`` reads ``manifest.json`` and ``results.jsonl`` once, streaming the
+latter line by line into typed columns (no per-record objects are kept), checks
+every rule of the run format, and returns a :class:`Run`.  A broken rule raises
+:class:`~capbench_nb.errors.InvalidRunError` naming the file, the physical line
+and the rule; with ``strict=False`` invalid lines are skipped and listed under
+``Run.anomalies`` instead, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import InvalidRunError
+from .evidence import EvidenceError, EvidenceResolver, check_relative_path
+from .schema import (
+    FAILURE_CLASSES,
+    FAILURE_STAGES,
+    INELIGIBLE_CLASSES,
+    MAX_SAFE_NUMBER,
+    RUN_SCHEMA_VERSION,
+    RUN_STATUSES,
+    TELEMETRY_BOOL_FIELDS,
+    TELEMETRY_COUNT_FIELDS,
+    TELEMETRY_FIELDS,
+    TELEMETRY_MS_FIELDS,
+)
+
+__all__ = ["Run", "load_run", "load_manifest", "plan_frame", "fixed_k", "read_results", "sha256_file"]
+
+MANIFEST = "manifest.json"
+RESULTS = "results.jsonl"
+
+_CLASSES = frozenset(("",) + FAILURE_CLASSES)
+_STAGES = frozenset(FAILURE_STAGES)
+_INELIGIBLE = frozenset(INELIGIBLE_CLASSES)
+_COUNT = frozenset(TELEMETRY_COUNT_FIELDS)
+_MS = frozenset(TELEMETRY_MS_FIELDS)
+_BOOL = frozenset(TELEMETRY_BOOL_FIELDS)
+_KNOWN = frozenset(
+    (
+        "task_id", "attempt", "artifact_dir", "success", "agent_eligible", "failure_class",
+        "failure_stage", "evidence", "quality_score", "telemetry", "telemetry_source",
+        "cost", "cost_source",
+    )
+)
+
+#: Columns of the attempts DataFrame, before the telemetry columns.
+RECORD_COLUMNS = (
+    "line", "task_id", "attempt", "artifact_dir", "success", "agent_eligible",
+    "failure_class", "failure_stage", "evidence", "quality_score",
+    "cost", "cost_source", "telemetry_source",
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A loaded, validated run.
+
+    Attributes
+    ----------
+    path : Path
+        The run directory.
+    manifest : dict
+        ``manifest.json`` as parsed.
+    plan : DataFrame
+        One row per planned task in plan order: ``task_id``, ``planned_repeats``
+        (``repeats_override`` when set, else the task's ``repeats``), and every
+        other key of the plan task as a label column (slice dimensions).
+    k : int
+        The run's fixed k: ``plan.k``, or the smallest planned repeats.
+    records : DataFrame
+        Every valid record of results.jsonl in file order, one row per attempt,
+        with ``line`` (physical, 1-based), the section-3 fields, one nullable
+        column per telemetry field, and ``anomaly`` (null for records that count,
+        else ``above_planned_repeats`` or ``task_not_in_plan``).
+    anomalies : DataFrame
+        ``kind, task_id, attempt, line, reason`` in file order: records outside
+        the plan or above the planned repeats, and (with ``strict=False``)
+        invalid lines.
+    hashes : dict
+        ``{"manifest.json": "sha256:...", "results.jsonl": "sha256:..."}``.
+    strict : bool
+        Whether invalid lines raised (True) or were listed as anomalies.
+    """
+
+    path: Path
+    manifest: dict
+    plan: pd.DataFrame
+    k: int
+    records: pd.DataFrame = field(repr=False)
+    anomalies: pd.DataFrame = field(repr=False)
+    hashes: dict = field(repr=False)
+    strict: bool = True
+
+    @property
+    def attempts(self) -> pd.DataFrame:
+        """The records that enter metrics and counts: planned tasks, within planned repeats."""
+        if not self.records["anomaly"].notna().any():
+            return self.records
+        return self.records[self.records["anomaly"].isna()]
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest["run_id"]
+
+    @property
+    def judge(self) -> bool | None:
+        """``config.judge`` of the manifest (False: a ``--no-judge`` run), or None."""
+        value = (self.manifest.get("config") or {}).get("judge")
+        return value if isinstance(value, bool) else None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """``"sha256:"`` + lowercase hex digest of the file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def _reject_constant(name: str):
+    raise _Bad("json-nan", f"JSON {name} is not a number the run format accepts")
+
+
+class _Bad(Exception):
+    """An invalid record: rule and reason (internal; becomes InvalidRunError)."""
+
+    def __init__(self, rule: str, reason: str) -> None:
+        super().__init__(reason)
+        self.rule = rule
+        self.reason = reason
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _parse_json(text: str) -> Any:
+    obj, end = _decoder.raw_decode(text, _skip_ws(text, 0))
+    if _skip_ws(text, end) != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return obj
+
+
+def _skip_ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) is int or type(v) is float
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _jtype(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "an array"
+    return "an object"
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def _manifest_error(file: str, pointer: str, rule: str, message: str) -> InvalidRunError:
+    return InvalidRunError(file, rule, message, pointer=pointer)
+
+
+def load_manifest(path: str | os.PathLike) -> dict:
+    """Read and validate ``manifest.json`` (spec sections 2 and 8).
+
+    Parameters
+    ----------
+    path : path-like
+        The manifest file.
+
+    Returns
+    -------
+    dict
+        The parsed manifest, unchanged.
+
+    Raises
+    ------
+    InvalidRunError
+        Naming the rule broken and a JSON pointer to the offending value.
+    """
+    file = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InvalidRunError(file, "manifest-missing", "the run has no manifest.json") from None
+    except IsADirectoryError:
+        raise InvalidRunError(file, "manifest-unreadable", "manifest.json is a directory, not a file") from None
+    except OSError as exc:
+        raise InvalidRunError(file, "manifest-unreadable", f"cannot read manifest.json: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRunError(file, "utf-8", f"not valid UTF-8 at byte {exc.start}") from None
+    if text.startswith("\ufeff"):
+        raise InvalidRunError(file, "bom", "the file starts with a byte-order mark; JSON in UTF-8 must not", line=1)
+    try:
+        manifest = _parse_json(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidRunError(file, "json", f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except _Bad as exc:
+        raise InvalidRunError(file, exc.rule, exc.reason) from None
+    validate_manifest(manifest, file=file)
+    return manifest
+
+
+def validate_manifest(manifest: Any, *, file: str = MANIFEST) -> None:
+    """Check a parsed manifest against spec sections 2 and 8; raise on the first problem."""
+
+    def bad(pointer: str, rule: str, message: str):
+        raise _manifest_error(file, pointer, rule, message)
+
+    if not isinstance(manifest, dict):
+        bad("", "manifest-type", f"the manifest must be a JSON object, not {_jtype(manifest)}")
+    if manifest.get("schema_version") != RUN_SCHEMA_VERSION:
+        bad(
+            "/schema_version",
+            "schema-version",
+            f"schema_version must be {RUN_SCHEMA_VERSION!r}, found {_short(manifest.get('schema_version'))}",
+        )
+    run_id = manifest.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        bad("/run_id", "run-id", f"run_id must be a non-empty string, found {_short(run_id)}")
+    status = manifest.get("status")
+    if status not in RUN_STATUSES:
+        bad("/status", "status", f"status must be one of {', '.join(RUN_STATUSES)}; found {_short(status)}")
+    if "suite" in manifest:
+        suite = manifest["suite"]
+        if not isinstance(suite, dict):
+            bad("/suite", "suite", f"suite must be an object with name and version, not {_jtype(suite)}")
+        for key in ("name", "version"):
+            if key in suite and not isinstance(suite[key], str):
+                bad(f"/suite/{key}", "suite", f"suite.{key} must be a string, not {_jtype(suite[key])}")
+    if "created_at" in manifest and not isinstance(manifest["created_at"], (str, type(None))):
+        bad("/created_at", "created-at", "created_at must be a string (ISO 8601 time)")
+    for key in ("runner", "config"):
+        if key in manifest and not isinstance(manifest[key], (dict, type(None))):
+            bad(f"/{key}", key, f"{key} must be an object, not {_jtype(manifest[key])}")
+    plan = manifest.get("plan")
+    if not isinstance(plan, dict):
+        bad("/plan", "plan", f"plan must be an object, found {_short(plan)}")
+    override = plan.get("repeats_override")
+    if override is not None and (not _is_int(override) or override < 1):
+        bad("/plan/repeats_override", "repeats-override", f"repeats_override must be null or an integer >= 1, found {_short(override)}")
+    tasks = plan.get("tasks")
+    if not isinstance(tasks, list):
+        bad("/plan/tasks", "plan-tasks", f"plan.tasks must be a list of tasks, found {_short(tasks)}")
+    if not tasks:
+        bad("/plan/tasks", "plan-empty", "the plan has no tasks")
+    seen: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        where = f"/plan/tasks/{i}"
+        if not isinstance(task, dict):
+            bad(where, "task-type", f"a plan task must be an object, not {_jtype(task)}")
+        tid = task.get("task_id")
+        if not isinstance(tid, str) or not tid:
+            bad(f"{where}/task_id", "task-id", f"task_id must be a non-empty string, found {_short(tid)}")
+        if tid in seen:
+            bad(f"{where}/task_id", "task-id-duplicate", f"task_id {_short(tid)} is already planned at /plan/tasks/{seen[tid]}")
+        seen[tid] = i
+        repeats = task.get("repeats")
+        if override is None or "repeats" in task:
+            if not _is_int(repeats) or repeats < 1:
+                bad(f"{where}/repeats", "repeats", f"repeats of task {_short(tid)} must be an integer >= 1, found {_short(repeats)}")
+    k = plan.get("k")
+    if k is not None:
+        smallest = override if override is not None else min(t["repeats"] for t in tasks)
+        if not _is_int(k):
+            bad("/plan/k", "plan-k", f"plan.k must be an integer or null, found {_short(k)}")
+        if k != smallest:
+            bad("/plan/k", "plan-k", f"plan.k is {k} but the smallest planned repeats is {smallest}; k must equal it")
+
+
+def plan_frame(manifest: dict) -> pd.DataFrame:
+    """The plan as a DataFrame: ``task_id``, ``planned_repeats``, then label columns.
+
+    Labels are every key of a plan task other than ``task_id`` and ``repeats``;
+    a task without a label has it null.
+    """
+    plan = manifest["plan"]
+    override = plan.get("repeats_override")
+    tasks = plan["tasks"]
+    labels: list[str] = []
+    for task in tasks:
+        for key in task:
+            if key not in ("task_id", "repeats") and key not in labels:
+                labels.append(key)
+    frame = pd.DataFrame(
+        {
+            "task_id": pd.array([t["task_id"] for t in tasks], dtype="string"),
+            "planned_repeats": np.array(
+                [override if override is not None else t["repeats"] for t in tasks], dtype="int64"
+            ),
+        }
+    )
+    for key in labels:
+        values = [t.get(key) for t in tasks]
+        if all(v is None or isinstance(v, str) for v in values):
+            frame[key] = pd.array(values, dtype="string")
+        else:
+            frame[key] = pd.Series(values, dtype="object")
+    return frame
+
+
+def fixed_k(manifest: dict) -> int:
+    """The run's fixed k: ``plan.k`` when present, else the smallest planned repeats.
+
+    Never derived from the attempts that happened to finish (spec section 2).
+    """
+    plan = manifest["plan"]
+    if plan.get("k") is not None:
+        return int(plan["k"])
+    override = plan.get("repeats_override")
+    if override is not None:
+        return int(override)
+    return int(min(t["repeats"] for t in plan["tasks"]))
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _check_number(value: Any, where: str, *, integer: bool) -> None:
+    if integer:
+        if not _is_int(value):
+            raise _Bad("type", f"{where} must be an integer or null, not {_jtype(value)} {_short(value)}")
+    elif not _is_number(value):
+        raise _Bad("type", f"{where} must be a number or null, not {_jtype(value)} {_short(value)}")
+    if value < 0:
+        raise _Bad("negative", f"{where} must not be negative, found {_short(value)}")
+    if value > MAX_SAFE_NUMBER:
+        raise _Bad("number-too-large", f"{where} is {_short(value)}, above 2**53-1, the largest exactly representable value")
+
+
+def _record_values(obj: Any, resolver: EvidenceResolver) -> tuple:
+    """Validate one parsed record and return its column values (spec section 3)."""
+    if not isinstance(obj, dict):
+        raise _Bad("record-type", f"a record must be a JSON object, not {_jtype(obj)}")
+    for key in ("task_id", "attempt", "success", "agent_eligible", "failure_class"):
+        if key not in obj:
+            raise _Bad("missing-field", f"the required field {key!r} is missing")
+    task_id = obj["task_id"]
+    if not isinstance(task_id, str):
+        raise _Bad("type", f"task_id must be a string, not {_jtype(task_id)}")
+    attempt = obj["attempt"]
+    if not _is_int(attempt) or attempt < 1:
+        raise _Bad("attempt", f"attempt must be an integer >= 1, found {_short(attempt)}")
+    if attempt > MAX_SAFE_NUMBER:
+        raise _Bad("number-too-large", f"attempt {attempt} is above 2**53-1")
+    success = obj["success"]
+    if type(success) is not bool:
+        raise _Bad("type", f"success must be true or false, not {_jtype(success)}")
+    eligible = obj["agent_eligible"]
+    if type(eligible) is not bool:
+        raise _Bad("type", f"agent_eligible must be true or false, not {_jtype(eligible)}")
+    fclass = obj["failure_class"]
+    if not isinstance(fclass, str):
+        raise _Bad("type", f"failure_class must be a string, not {_jtype(fclass)}")
+    if fclass not in _CLASSES:
+        raise _Bad("failure-class", f"failure_class {_short(fclass)} is not one of \"\", {', '.join(FAILURE_CLASSES)}")
+    stage = obj.get("failure_stage")
+    if stage is not None and stage not in _STAGES:
+        raise _Bad("failure-stage", f"failure_stage {_short(stage)} is not null or one of {', '.join(FAILURE_STAGES)}")
+    evidence = obj.get("evidence", [])
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        raise _Bad("type", "evidence must be a list of strings")
+    artifact_dir = obj.get("artifact_dir")
+    if artifact_dir is not None:
+        if not isinstance(artifact_dir, str):
+            raise _Bad("type", f"artifact_dir must be a string or null, not {_jtype(artifact_dir)}")
+        try:
+            check_relative_path(artifact_dir, "artifact_dir")
+        except EvidenceError as exc:
+            raise _Bad("artifact-dir", str(exc)) from None
+    quality = obj.get("quality_score")
+    if quality is not None:
+        if not _is_number(quality):
+            raise _Bad("type", f"quality_score must be a number or null, not {_jtype(quality)}")
+        if not 0 <= quality <= 1:
+            raise _Bad("quality-score", f"quality_score {_short(quality)} is outside [0, 1]")
+    cost = obj.get("cost")
+    if cost is not None:
+        _check_number(cost, "cost", integer=False)
+    cost_source = obj.get("cost_source")
+    if cost_source is not None and not isinstance(cost_source, str):
+        raise _Bad("type", f"cost_source must be a string or null, not {_jtype(cost_source)}")
+    telemetry = obj.get("telemetry", {})
+    if not isinstance(telemetry, dict):
+        raise _Bad("type", f"telemetry must be an object, not {_jtype(telemetry)}")
+    tele_values = []
+    for name in TELEMETRY_FIELDS:
+        value = telemetry.get(name)
+        if value is not None:
+            if name in _BOOL:
+                if type(value) is not bool:
+                    raise _Bad("type", f"telemetry.{name} must be true, false or null, not {_jtype(value)}")
+            else:
+                _check_number(value, f"telemetry.{name}", integer=name in _COUNT)
+        tele_values.append(value)
+    source = obj.get("telemetry_source", {})
+    if not isinstance(source, dict) or not all(isinstance(v, (str, type(None))) for v in source.values()):
+        raise _Bad("type", "telemetry_source must be an object whose values are strings")
+
+    # Invariants (spec section 3, in its order; then section 8).
+    if success and not eligible:
+        raise _Bad("success-implies-eligible", "success is true but agent_eligible is false")
+    if success and fclass != "":
+        raise _Bad("success-implies-no-class", f"success is true but failure_class is {_short(fclass)}, not \"\"")
+    if not success and fclass == "":
+        raise _Bad("failure-needs-class", "success is false but failure_class is \"\"")
+    if fclass in _INELIGIBLE and eligible:
+        raise _Bad("class-implies-ineligible", f"failure_class {fclass!r} requires agent_eligible false")
+    if fclass == "agent" and not eligible:
+        raise _Bad("agent-implies-eligible", "failure_class 'agent' requires agent_eligible true")
+    if stage is not None and not evidence:
+        raise _Bad("stage-needs-evidence", f"failure_stage {stage!r} is set without any evidence reference")
+    if cost is not None and cost_source is None:
+        raise _Bad("cost-needs-source", "cost is set but cost_source is null; cost needs a versioned price source")
+    for ref in evidence:
+        try:
+            resolver.resolve(artifact_dir, ref)
+        except EvidenceError as exc:
+            raise _Bad("evidence", str(exc)) from None
+
+    return (
+        task_id,
+        attempt,
+        artifact_dir,
+        success,
+        eligible,
+        fclass,
+        stage,
+        json.dumps(evidence, ensure_ascii=False),
+        quality,
+        cost,
+        cost_source,
+        json.dumps(source, ensure_ascii=False, sort_keys=True),
+        *tele_values,
+    )
+
+
+def _readable_ids(obj: Any) -> tuple[str | None, int | None]:
+    if not isinstance(obj, dict):
+        return None, None
+    tid = obj.get("task_id")
+    att = obj.get("attempt")
+    return (tid if isinstance(tid, str) else None, att if _is_int(att) and att >= 1 else None)
+
+
+_RECORD_DTYPES = {
+    "task_id": "string",
+    "attempt": "Int64",
+    "artifact_dir": "string",
+    "success": "boolean",
+    "agent_eligible": "boolean",
+    "failure_class": "category",
+    "failure_stage": "category",
+    "evidence": "category",
+    "quality_score": "Float64",
+    "cost": "Float64",
+    "cost_source": "category",
+    "telemetry_source": "category",
+}
+
+
+_CATEGORIES = {"failure_class": ("",) + FAILURE_CLASSES, "failure_stage": FAILURE_STAGES}
+
+
+def _telemetry_dtype(name: str) -> str:
+    if name in _BOOL:
+        return "boolean"
+    if name in _COUNT:
+        return "Int64"
+    return "Float64"
+
+
+def read_results(
+    path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True
+) -> tuple[pd.DataFrame, list[dict]]:
+    """Read and validate ``results.jsonl``.
+
+    Parameters
+    ----------
+    path : path-like
+        The results file.
+    run_dir : path-like, optional
+        Directory that ``artifact_dir`` values are relative to; defaults to the
+        file's directory.
+    strict : bool, default True
+        Raise on the first invalid line (True), or skip invalid lines and
+        return them as ``invalid_line`` anomalies (False).
+
+    Returns
+    -------
+    records : DataFrame
+        Valid records in file order (see :class:`Run`), without ``anomaly``.
+    invalid : list of dict
+        ``{"kind": "invalid_line", "task_id", "attempt", "line", "reason", "rule"}``
+        per skipped line (always empty when ``strict``).
+    sha256 : str
+        ``"sha256:"`` + hex digest of the bytes read.
+    """
+    file = str(path)
+    resolver = EvidenceResolver(run_dir if run_dir is not None else Path(path).parent)
+    n_cols = len(RECORD_COLUMNS) - 1 + len(TELEMETRY_FIELDS)
+    columns: list[list] = [[] for _ in range(n_cols)]
+    appenders = [c.append for c in columns]
+    lines: list[int] = []
+    invalid: list[dict] = []
+
+    def fail(lineno: int, rule: str, reason: str, obj: Any = None) -> None:
+        if strict:
+            _raise_earliest_duplicate(columns, lines, file, before=lineno)
+            raise InvalidRunError(file, rule, reason, line=lineno)
+        tid, att = _readable_ids(obj)
+        invalid.append({"kind": "invalid_line", "task_id": tid, "attempt": att, "line": lineno,
+                        "reason": reason, "rule": rule})
+
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise InvalidRunError(file, "results-missing", "the run has no results.jsonl") from None
+    except IsADirectoryError:
+        raise InvalidRunError(file, "results-unreadable", "results.jsonl is a directory, not a file") from None
+    except OSError as exc:
+        raise InvalidRunError(file, "results-unreadable", f"cannot read results.jsonl: {exc.strerror}") from None
+    digest = hashlib.sha256()
+    with fh:
+        try:
+            lineno = 0
+            for raw in fh:
+                digest.update(raw)
+                lineno += 1
+                stripped = raw.strip()
+                if not stripped:
+                    continue
+                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    fail(lineno, "bom", "the file starts with a byte-order mark; results.jsonl must be plain UTF-8")
+                    continue
+                try:
+                    text = stripped.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    fail(lineno, "utf-8", f"not valid UTF-8 at byte {exc.start} of the line")
+                    continue
+                try:
+                    obj = _parse_json(text)
+                except json.JSONDecodeError as exc:
+                    if not raw.endswith(b"\n"):  # only the final line can lack one
+                        fail(lineno, "truncated-line",
+                             "the last line is cut off mid-record (no final newline): "
+                             "the runner probably stopped while writing it")
+                    else:
+                        fail(lineno, "json", f"not valid JSON: {exc.msg} (column {exc.colno})")
+                    continue
+                except _Bad as exc:
+                    fail(lineno, exc.rule, exc.reason)
+                    continue
+                except RecursionError:
+                    fail(lineno, "json", "JSON nested too deeply")
+                    continue
+                try:
+                    values = _record_values(obj, resolver)
+                except _Bad as exc:
+                    fail(lineno, exc.rule, exc.reason, obj)
+                    continue
+                lines.append(lineno)
+                for append, value in zip(appenders, values):
+                    append(value)
+        except OSError as exc:
+            raise InvalidRunError(file, "results-unreadable", f"cannot read results.jsonl: {exc.strerror}") from None
+
+    names = list(RECORD_COLUMNS[1:]) + list(TELEMETRY_FIELDS)
+    data: dict[str, Any] = {"line": np.asarray(lines, dtype="int64")}
+    for name, values in zip(names, columns):
+        dtype = _RECORD_DTYPES.get(name) or _telemetry_dtype(name)
+        if name in _CATEGORIES:
+            data[name] = pd.Categorical(values, categories=_CATEGORIES[name])
+        elif dtype == "category":
+            data[name] = pd.Categorical(values)
+        else:
+            data[name] = pd.array(values, dtype=dtype)
+    records = pd.DataFrame(data)
+    if not records.empty:
+        dup = records.duplicated(["task_id", "attempt"], keep="first").to_numpy()
+        if dup.any():
+            if strict:
+                _raise_earliest_duplicate(columns, lines, file, before=None)
+            for i in np.flatnonzero(dup):
+                invalid.append(_duplicate_anomaly(records, int(i)))
+            records = records[~dup].reset_index(drop=True)
+            invalid.sort(key=lambda a: a["line"])
+    return records, invalid, "sha256:" + digest.hexdigest()
+
+
+def _duplicate_anomaly(records: pd.DataFrame, i: int) -> dict:
+    tid = records["task_id"].iat[i]
+    att = int(records["attempt"].iat[i])
+    first = records[(records["task_id"] == tid) & (records["attempt"] == att)]["line"].iat[0]
+    return {"kind": "invalid_line", "task_id": tid, "attempt": att, "line": int(records["line"].iat[i]),
+            "reason": f"duplicate (task_id, attempt) ({_short(tid)}, {att}); first recorded on line {first}",
+            "rule": "duplicate-attempt"}
+
+
+def _raise_earliest_duplicate(columns: list[list], lines: list[int], file: str, *, before: int | None) -> None:
+    """In strict mode, a duplicate on an earlier line is the first error of the file."""
+    seen: dict[tuple, int] = {}
+    for tid, att, lineno in zip(columns[0], columns[1], lines):
+        key = (tid, att)
+        if key in seen:
+            raise InvalidRunError(
+                file,
+                "duplicate-attempt",
+                f"duplicate (task_id, attempt) ({_short(tid)}, {att}); first recorded on line {seen[key]}",
+                line=lineno,
+            )
+        seen[key] = lineno
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _classify(records: pd.DataFrame, plan: pd.DataFrame) -> pd.Series:
+    planned = pd.Series(plan["planned_repeats"].to_numpy(), index=pd.Index(plan["task_id"].astype(object)))
+    limit = records["task_id"].astype(object).map(planned)
+    anomaly = np.where(
+        limit.isna().to_numpy(),
+        "task_not_in_plan",
+        np.where(records["attempt"].to_numpy(dtype="float64") > limit.to_numpy(dtype="float64"),
+                 "above_planned_repeats", None),
+    )
+    return pd.Series(pd.Categorical(anomaly, categories=["above_planned_repeats", "task_not_in_plan"]),
+                     index=records.index, name="anomaly")
+
+
+def _anomaly_frame(records: pd.DataFrame, plan: pd.DataFrame, invalid: list[dict]) -> pd.DataFrame:
+    planned = dict(zip(plan["task_id"].astype(object), plan["planned_repeats"].astype(int)))
+    rows = list(invalid)
+    flagged = records[records["anomaly"].notna()]
+    for kind, tid, att, lineno in zip(flagged["anomaly"], flagged["task_id"], flagged["attempt"], flagged["line"]):
+        if kind == "task_not_in_plan":
+            reason = f"task {_short(tid)} is not in the plan"
+        else:
+            reason = f"attempt {int(att)} is above the task's planned repeats ({planned[tid]})"
+        rows.append({"kind": kind, "task_id": tid, "attempt": int(att), "line": int(lineno),
+                     "reason": reason, "rule": kind.replace("_", "-")})
+    rows.sort(key=lambda a: a["line"])
+    frame = pd.DataFrame(rows, columns=["kind", "task_id", "attempt", "line", "reason", "rule"])
+    return frame.astype({"kind": "string", "task_id": "string", "attempt": "Int64", "line": "int64",
+                         "reason": "string", "rule": "string"})
+
+
+def load_run(path: str | os.PathLike, *, strict: bool = True) -> Run:
+    """Load and validate a run directory.
+
+    Parameters
+    ----------
+    path : path-like
+        The run directory, holding ``manifest.json`` and ``results.jsonl``.
+    strict : bool, default True
+        With ``False``, invalid lines of results.jsonl are listed in
+        ``Run.anomalies`` (kind ``invalid_line``) and enter no metric or count,
+        instead of raising.  The manifest is always validated strictly.
+
+    Returns
+    -------
+    Run
+
+    Raises
+    ------
+    InvalidRunError
+        The first rule broken, with file, line (for results.jsonl) and rule.
+    """
+    run_dir = Path(path)
+    if not run_dir.exists():
+        raise InvalidRunError(str(run_dir), "run-dir", "the run directory does not exist")
+    if not run_dir.is_dir():
+        raise InvalidRunError(str(run_dir), "run-dir", "not a directory; give the run directory")
+    manifest_path = run_dir / MANIFEST
+    results_path = run_dir / RESULTS
+    manifest = load_manifest(manifest_path)
+    plan = plan_frame(manifest)
+    records, invalid, results_hash = read_results(results_path, run_dir=run_dir, strict=strict)
+    records["anomaly"] = _classify(records, plan)
+    anomalies = _anomaly_frame(records, plan, invalid)
+    hashes = {MANIFEST: sha256_file(manifest_path), RESULTS: results_hash}
+    return Run(
+        path=run_dir,
+        manifest=manifest,
+        plan=plan,
+        k=fixed_k(manifest),
+        records=records,
+        anomalies=anomalies,
+        hashes=hashes,
+        strict=strict,
+    )
