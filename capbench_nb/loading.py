@@ -150,17 +150,7 @@ _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _parse_json(text: str) -> Any:
-    obj, end = _decoder.raw_decode(text, _skip_ws(text, 0))
-    if _skip_ws(text, end) != len(text):
-        raise json.JSONDecodeError("Extra data", text, end)
-    return obj
-
-
-def _skip_ws(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and text[i] in " \t\r\n":
-        i += 1
-    return i
+    return _decoder.decode(text)
 
 
 def _is_int(v: Any) -> bool:
@@ -465,13 +455,27 @@ def _record_values(obj: Any, resolver: EvidenceResolver) -> tuple:
         eligible,
         fclass,
         stage,
-        json.dumps(evidence, ensure_ascii=False),
+        _canonical(evidence),
         quality,
         cost,
         cost_source,
-        json.dumps(source, ensure_ascii=False, sort_keys=True),
+        _canonical(source),
         *tele_values,
     )
+
+
+_CANONICAL: dict[tuple, str] = {}
+
+
+def _canonical(value: list | dict) -> str:
+    """Compact JSON text of a list of strings or a flat dict, memoised (values repeat across attempts)."""
+    key = (type(value) is dict, tuple(value.items()) if type(value) is dict else tuple(value))
+    text = _CANONICAL.get(key)
+    if text is None:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        if len(_CANONICAL) < 4096:
+            _CANONICAL[key] = text
+    return text
 
 
 def _readable_ids(obj: Any) -> tuple[str | None, int | None]:
