@@ -311,6 +311,8 @@ def plan_frame(manifest: dict) -> pd.DataFrame:
         for key in task:
             if key not in ("task_id", "repeats") and key not in labels:
                 labels.append(key)
+    # A label may not shadow a column of ours.
+    column = {key: f"label:{key}" if key == "planned_repeats" else key for key in labels}
     frame = pd.DataFrame(
         {
             "task_id": pd.array([t["task_id"] for t in tasks], dtype="string"),
@@ -322,9 +324,9 @@ def plan_frame(manifest: dict) -> pd.DataFrame:
     for key in labels:
         values = [t.get(key) for t in tasks]
         if all(v is None or isinstance(v, str) for v in values):
-            frame[key] = pd.array(values, dtype="string")
+            frame[column[key]] = pd.array(values, dtype="string")
         else:
-            frame[key] = pd.Series(values, dtype="object")
+            frame[column[key]] = pd.Series(values, dtype="object")
     return frame
 
 
@@ -515,7 +517,7 @@ def _telemetry_dtype(name: str) -> str:
 
 def read_results(
     path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True
-) -> tuple[pd.DataFrame, list[dict]]:
+) -> tuple[pd.DataFrame, list[dict], str]:
     """Read and validate ``results.jsonl``.
 
     Parameters
@@ -549,7 +551,7 @@ def read_results(
 
     def fail(lineno: int, rule: str, reason: str, obj: Any = None) -> None:
         if strict:
-            _raise_earliest_duplicate(columns, lines, file, before=lineno)
+            _raise_earliest_duplicate(columns, lines, file)
             raise InvalidRunError(file, rule, reason, line=lineno)
         tid, att = _readable_ids(obj)
         invalid.append({"kind": "invalid_line", "task_id": tid, "attempt": att, "line": lineno,
@@ -584,10 +586,11 @@ def read_results(
                 try:
                     obj = _parse_json(text)
                 except json.JSONDecodeError as exc:
-                    if not raw.endswith(b"\n"):  # only the final line can lack one
+                    # Only the final line can lack a newline; too much text is not a truncation.
+                    if not raw.endswith(b"\n") and exc.msg != "Extra data":
                         fail(lineno, "truncated-line",
-                             "the last line is cut off mid-record (no final newline): "
-                             "the runner probably stopped while writing it")
+                             "the last line is cut off mid-record (no final newline; "
+                             f"JSON: {exc.msg}): the runner probably stopped while writing it")
                     else:
                         fail(lineno, "json", f"not valid JSON: {exc.msg} (column {exc.colno})")
                     continue
@@ -623,7 +626,7 @@ def read_results(
         dup = records.duplicated(["task_id", "attempt"], keep="first").to_numpy()
         if dup.any():
             if strict:
-                _raise_earliest_duplicate(columns, lines, file, before=None)
+                _raise_earliest_duplicate(columns, lines, file)
             for i in np.flatnonzero(dup):
                 invalid.append(_duplicate_anomaly(records, int(i)))
             records = records[~dup].reset_index(drop=True)
@@ -640,7 +643,7 @@ def _duplicate_anomaly(records: pd.DataFrame, i: int) -> dict:
             "rule": "duplicate-attempt"}
 
 
-def _raise_earliest_duplicate(columns: list[list], lines: list[int], file: str, *, before: int | None) -> None:
+def _raise_earliest_duplicate(columns: list[list], lines: list[int], file: str) -> None:
     """In strict mode, a duplicate on an earlier line is the first error of the file."""
     seen: dict[tuple, int] = {}
     for tid, att, lineno in zip(columns[0], columns[1], lines):
