@@ -92,7 +92,7 @@ def split_reference(reference: str) -> tuple[str, str]:
 
 def check_relative_path(path: str, what: str) -> None:
     """Refuse absolute paths and ``..`` components (a lexical check, no I/O)."""
-    if os.path.isabs(path) or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+    if os.path.isabs(path) or path.startswith(("/", "\\")):
         raise EvidenceError(f"{what} {path!r} must be a relative path")
     parts = path.replace("\\", "/").split("/")
     if ".." in parts:
@@ -147,6 +147,8 @@ class EvidenceResolver:
                 hit = EvidenceError(f"evidence file {shown!r} cannot be read: {exc.strerror}")
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 hit = EvidenceError(f"evidence file {shown!r} is not valid JSON: {exc}")
+            except RecursionError:
+                hit = EvidenceError(f"evidence file {shown!r} is JSON nested too deeply to read")
             if len(self._cache) >= self._cache_size:
                 self._cache.clear()
             self._cache[real_file] = hit

@@ -226,6 +226,8 @@ def load_manifest(path: str | os.PathLike) -> dict:
         raise InvalidRunError(file, "json", f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
     except _Bad as exc:
         raise InvalidRunError(file, exc.rule, exc.reason) from None
+    except RecursionError:
+        raise InvalidRunError(file, "json", "JSON nested too deeply") from None
     validate_manifest(manifest, file=file)
     return manifest
 
@@ -386,6 +388,8 @@ def _record_values(obj: Any, resolver: EvidenceResolver) -> tuple:
     if fclass not in _CLASSES:
         raise _Bad("failure-class", f"failure_class {_short(fclass)} is not one of \"\", {', '.join(FAILURE_CLASSES)}")
     stage = obj.get("failure_stage")
+    if stage is not None and not isinstance(stage, str):
+        raise _Bad("type", f"failure_stage must be a string or null, not {_jtype(stage)}")
     if stage is not None and stage not in _STAGES:
         raise _Bad("failure-stage", f"failure_stage {_short(stage)} is not null or one of {', '.join(FAILURE_STAGES)}")
     evidence = obj.get("evidence", [])
@@ -581,7 +585,12 @@ def read_results(
                 try:
                     text = stripped.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    fail(lineno, "utf-8", f"not valid UTF-8 at byte {exc.start} of the line")
+                    if not raw.endswith(b"\n") and exc.end == len(stripped):  # cut inside a character
+                        fail(lineno, "truncated-line",
+                             "the last line is cut off mid-record (no final newline; it ends inside a "
+                             "UTF-8 character): the runner probably stopped while writing it")
+                    else:
+                        fail(lineno, "utf-8", f"not valid UTF-8 at byte {exc.start} of the line")
                     continue
                 try:
                     obj = _parse_json(text)

@@ -1,0 +1,538 @@
+"""The ``capbench-nb`` command line: exit codes, one-line errors, outputs, verify.
+
+Most cases call ``capbench_nb.cli.main`` in-process (with capsys); a few go
+through a real subprocess (``python -m capbench_nb.cli`` and the installed
+``capbench-nb`` console script).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from capbench_nb.cli import main
+
+# --------------------------------------------------------------------------- helpers
+
+ARTIFACT_DIR = "attempts/t1/1"
+TELEMETRY = {
+    "task_wall_ms": 48210, "setup_ms": 2310, "tool_calls": 4, "device_actions": 3, "llm_calls": 5,
+    "input_tokens": 9100, "output_tokens": 840, "total_tokens": 9940, "cached_input_tokens": 6000,
+    "reasoning_tokens": None, "time_to_first_token_ms": 640, "device_execution_ms": 320,
+    "screenshot_capture_ms": 210, "tool_errors": 1, "replan_count": 0,
+    "recovery_attempted": False, "recovery_succeeded": None,
+}
+
+
+def record(task_id="t1", attempt=1, /, **overrides) -> dict:
+    """A valid successful record with every section-3 field; ``overrides`` win."""
+    rec = {
+        "task_id": task_id, "attempt": attempt, "artifact_dir": None, "success": True,
+        "agent_eligible": True, "failure_class": "", "failure_stage": None, "evidence": [],
+        "quality_score": 0.9, "telemetry": dict(TELEMETRY),
+        "telemetry_source": {k: f"attempt.json#/{k}" for k, v in TELEMETRY.items() if v is not None},
+        "cost": None, "cost_source": None,
+    }
+    rec.update(overrides)
+    return rec
+
+
+def failed(task_id="t1", attempt=1, /, **overrides) -> dict:
+    fields = {"success": False, "agent_eligible": True, "failure_class": "agent", "quality_score": 0.1}
+    fields.update(overrides)
+    return record(task_id, attempt, **fields)
+
+
+def telemetry(**values) -> dict:
+    return dict(TELEMETRY, **values)
+
+
+def manifest(**plan_overrides) -> dict:
+    plan = {
+        "repeats_override": None,
+        "k": 2,
+        "tasks": [{"task_id": "t1", "repeats": 2, "app": "a"}, {"task_id": "t2", "repeats": 2, "app": "b"}],
+    }
+    plan.update(plan_overrides)
+    return {"schema_version": "capbench.run/1", "run_id": "cli-run", "status": "completed",
+            "suite": {"name": "s", "version": "1"}, "config": {"judge": True}, "plan": plan}
+
+
+def encode_lines(lines) -> bytes:
+    """dict -> JSON line; str -> text plus newline; bytes -> verbatim."""
+    out = b""
+    for item in lines:
+        if isinstance(item, bytes):
+            out += item
+        elif isinstance(item, str):
+            out += item.encode("utf-8") + b"\n"
+        else:
+            out += json.dumps(item).encode("utf-8") + b"\n"
+    return out
+
+
+VALID_LINES = [record("t1", 1), "", failed("t1", 2), record("t2", 1)]
+
+
+def write_run(root: Path, lines=VALID_LINES, *, manifest_text=None, name="run") -> Path:
+    run = root / name
+    run.mkdir()
+    (run / "manifest.json").write_text(manifest_text if manifest_text is not None else json.dumps(manifest(), indent=2))
+    (run / "results.jsonl").write_bytes(encode_lines(lines))
+    art = run / ARTIFACT_DIR
+    art.mkdir(parents=True)
+    (art / "attempt.json").write_text(json.dumps({"setup": {"status": "failed"}, "list": [1, 2]}))
+    return run
+
+
+def snapshot(directory: Path) -> dict:
+    """Every path under ``directory`` with the sha256 of each file (None for directories)."""
+    out = {}
+    for path in sorted(directory.rglob("*")):
+        rel = path.relative_to(directory).as_posix()
+        out[rel] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    return out
+
+
+def one_line(text: str) -> str:
+    lines = text.splitlines()
+    assert len(lines) == 1, f"expected exactly one line, got {lines!r}"
+    assert text.endswith("\n")
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- invalid input table
+
+# (lines, line, rule): the invalid record is on ``line``; line 2 is blank in most cases.
+INVALID_CASES = [
+    pytest.param([record("t1", 1), "", "{not json"], 3, "json", id="json"),
+    pytest.param([record("t1", 1), "", json.dumps(record("t2", 1, quality_score=float("nan")))], 3, "json-nan",
+                 id="json-nan"),
+    pytest.param([record("t1", 1), "", json.dumps(record("t2", 1))[:50].encode()], 3, "truncated-line",
+                 id="truncated-line"),
+    pytest.param([b"\xef\xbb\xbf" + json.dumps(record("t1", 1)).encode() + b"\n", record("t2", 1)], 1, "bom",
+                 id="bom"),
+    pytest.param([record("t1", 1), "", b'{"task_id": "t\xff2"}\n'], 3, "utf-8", id="utf-8"),
+    pytest.param([record("t1", 1), "", "[1, 2, 3]"], 3, "record-type", id="record-type"),
+    pytest.param([record("t1", 1), "", {k: v for k, v in record("t2", 1).items() if k != "agent_eligible"}], 3,
+                 "missing-field", id="missing-field"),
+    pytest.param([record("t1", 1), "", record("t2", 1, telemetry=telemetry(task_wall_ms="fast"))], 3, "type",
+                 id="type-telemetry-string"),
+    pytest.param([record("t1", 1), "", record("t2", 1, telemetry=telemetry(tool_calls=True))], 3, "type",
+                 id="type-count-bool"),
+    pytest.param([record("t1", 1), "", record("t2", 1.0)], 3, "attempt", id="attempt-float"),
+    pytest.param([record("t1", 1), "", record("t2", 1, telemetry=telemetry(setup_ms=-1))], 3, "negative",
+                 id="negative"),
+    pytest.param([record("t1", 1), "", record("t2", 1, telemetry=telemetry(total_tokens=2**53))], 3,
+                 "number-too-large", id="number-too-large"),
+    pytest.param([record("t1", 1), "", record("t2", 1, quality_score=1.5)], 3, "quality-score", id="quality-score"),
+    pytest.param([record("t1", 1), "", failed("t2", 1, failure_class="crash")], 3, "failure-class",
+                 id="failure-class"),
+    pytest.param([record("t1", 1), "", record("t2", 1, agent_eligible=False)], 3, "success-implies-eligible",
+                 id="success-implies-eligible"),
+    pytest.param([record("t1", 1), "", failed("t2", 1, failure_class="")], 3, "failure-needs-class",
+                 id="failure-needs-class"),
+    pytest.param([record("t1", 1), "", failed("t2", 1, failure_class="skipped")], 3, "class-implies-ineligible",
+                 id="class-implies-ineligible"),
+    pytest.param([record("t1", 1), "", failed("t2", 1, failure_stage="device_execution")], 3,
+                 "stage-needs-evidence", id="stage-needs-evidence"),
+    pytest.param([record("t1", 1), "", record("t2", 1, cost=0.3)], 3, "cost-needs-source", id="cost-needs-source"),
+    pytest.param([record("t1", 1), "", record("t2", 1), failed("t1", 1)], 4, "duplicate-attempt",
+                 id="duplicate-attempt"),
+    pytest.param([record("t1", 1), "", record("t2", 1, artifact_dir=ARTIFACT_DIR, evidence=["attempt.json#/list/2"])],
+                 3, "evidence", id="evidence-index-past-end"),
+    pytest.param([record("t1", 1), "", record("t2", 1, artifact_dir=ARTIFACT_DIR, evidence=["../../../manifest.json#"])],
+                 3, "evidence", id="evidence-dotdot"),
+    pytest.param([record("t1", 1), "", record("t2", 1, artifact_dir="../elsewhere")], 3, "artifact-dir",
+                 id="artifact-dir"),
+]
+
+
+@pytest.mark.parametrize("lines,line,rule", INVALID_CASES)
+def test_metrics_on_invalid_input_exits_2_with_one_line(tmp_path, capsys, lines, line, rule):
+    run = write_run(tmp_path, lines)
+    before = snapshot(run)
+    rc = main(["metrics", str(run)])
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert out == ""
+    message = one_line(err)
+    assert f"{run / 'results.jsonl'}:{line}:" in message
+    assert f"[rule: {rule}]" in message
+    assert message.startswith("capbench-nb: error:")
+    assert "Traceback" not in err
+    assert not (run / "metrics.json").exists()
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("lines,line,rule", INVALID_CASES)
+def test_metrics_allow_invalid_lists_the_line_and_warns(tmp_path, capsys, lines, line, rule):
+    run = write_run(tmp_path, lines)
+    before = snapshot(run)
+    rc = main(["metrics", str(run), "--allow-invalid"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert one_line(out) == str(run / "metrics.json")
+    warning = one_line(err)
+    assert "warning" in warning and "1 invalid line" in warning
+    doc = json.loads((run / "metrics.json").read_text())
+    invalid = [a for a in doc["anomalies"] if a["kind"] == "invalid_line"]
+    assert len(invalid) == 1
+    assert invalid[0]["line"] == line
+    assert rule in invalid[0]["reason"]
+    assert set(invalid[0]) >= {"kind", "task_id", "attempt", "line", "reason"}
+    assert doc["anomaly_counts"]["invalid_line"] == 1
+    after = snapshot(run)
+    assert after.pop("metrics.json") is not None
+    assert after == before  # nothing else created or changed
+    # verify re-reads with the option metrics.json was written with
+    assert main(["verify", str(run)]) == 0
+    capsys.readouterr()
+
+
+def test_allow_invalid_anomaly_carries_readable_ids(tmp_path, capsys):
+    lines = [record("t1", 1), "", record("t2", 1, agent_eligible=False), "{broken"]
+    run = write_run(tmp_path, lines)
+    assert main(["metrics", str(run), "--allow-invalid"]) == 0
+    assert "2 invalid line" in capsys.readouterr().err
+    doc = json.loads((run / "metrics.json").read_text())
+    assert doc["anomalies"] == [
+        {"kind": "invalid_line", "task_id": "t2", "attempt": 1, "line": 3,
+         "reason": doc["anomalies"][0]["reason"]},
+        {"kind": "invalid_line", "task_id": None, "attempt": None, "line": 4,
+         "reason": doc["anomalies"][1]["reason"]},
+    ]
+    assert "[rule: success-implies-eligible]" in doc["anomalies"][0]["reason"]
+    assert "[rule: json]" in doc["anomalies"][1]["reason"]
+    # an invalid line enters no count
+    assert doc["attempts"]["total"] == 1
+    assert doc["tasks"]["observed"] == 1
+
+
+def test_allow_invalid_with_every_line_invalid_still_writes_metrics(tmp_path, capsys):
+    run = write_run(tmp_path, ["{bad", "[]"])
+    assert main(["metrics", str(run), "--allow-invalid"]) == 0
+    capsys.readouterr()
+    doc = json.loads((run / "metrics.json").read_text())
+    assert [a["line"] for a in doc["anomalies"]] == [1, 2]
+    assert doc["attempts"]["total"] == 0
+    assert doc["metrics"]["pass@1"]["value"] is None
+
+
+def test_clean_run_prints_no_warning(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run), "--allow-invalid"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert one_line(out) == str(run / "metrics.json")
+    assert json.loads((run / "metrics.json").read_text())["anomalies"] == []
+
+
+MANIFEST_CASES = [
+    pytest.param('{\n  "schema_version": "capbench.run/1",\n  oops\n}', ":3:", "json", id="manifest-json"),
+    pytest.param(json.dumps(dict(manifest(), status="done")), "#/status:", "status", id="manifest-status"),
+    pytest.param(json.dumps(manifest(k=1)), "#/plan/k:", "plan-k", id="manifest-plan-k"),
+    pytest.param(json.dumps(manifest(tasks=[])), "#/plan/tasks:", "plan-empty", id="manifest-plan-empty"),
+]
+
+
+@pytest.mark.parametrize("text,location,rule", MANIFEST_CASES)
+def test_metrics_on_invalid_manifest(tmp_path, capsys, text, location, rule):
+    run = write_run(tmp_path, manifest_text=text)
+    before = snapshot(run)
+    rc = main(["metrics", str(run), "--allow-invalid"])  # the manifest is always strict
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    message = one_line(err)
+    assert f"{run / 'manifest.json'}{location}" in message
+    assert f"[rule: {rule}]" in message
+    assert not (run / "metrics.json").exists()
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize(
+    "setup,rule",
+    [
+        pytest.param(lambda run: (run / "results.jsonl").unlink(), "results-missing", id="results-missing"),
+        pytest.param(lambda run: (run / "manifest.json").unlink(), "manifest-missing", id="manifest-missing"),
+    ],
+)
+def test_metrics_on_missing_input_file(tmp_path, capsys, setup, rule):
+    run = write_run(tmp_path)
+    setup(run)
+    assert main(["metrics", str(run)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"[rule: {rule}]" in one_line(err)
+
+
+def test_metrics_on_missing_run_dir(tmp_path, capsys):
+    assert main(["metrics", str(tmp_path / "nope")]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    message = one_line(err)
+    assert str(tmp_path / "nope") in message and "[rule: run-dir]" in message
+    assert not (tmp_path / "nope").exists()
+
+
+def test_error_with_control_characters_stays_on_one_line(tmp_path, capsys):
+    run = write_run(tmp_path, [record("t1", 1), failed("t2", 1, failure_class="bad\nclass\u2028x\r")])
+    assert main(["metrics", str(run)]) == 2
+    out, err = capsys.readouterr()
+    message = one_line(err)
+    assert ":2:" in message and "[rule: failure-class]" in message
+
+
+def test_failure_stage_array_exits_2_not_traceback(tmp_path, capsys):
+    run = write_run(tmp_path, [record("t1", 1), failed("t2", 1, failure_stage=["setup"])])
+    assert main(["metrics", str(run)]) == 2
+    assert "[rule:" in one_line(capsys.readouterr().err)
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def test_metrics_writes_into_the_run_dir_by_default(tmp_path, capsys):
+    run = write_run(tmp_path)
+    before = snapshot(run)
+    assert main(["metrics", str(run)]) == 0
+    out, err = capsys.readouterr()
+    assert one_line(out) == str(run / "metrics.json") and err == ""
+    after = snapshot(run)
+    assert after.pop("metrics.json") is not None
+    assert after == before
+
+
+def test_metrics_out_writes_only_out_metrics_json(tmp_path, capsys):
+    run = write_run(tmp_path)
+    out_dir = tmp_path / "reports" / "nested"
+    before = snapshot(run)
+    assert main(["metrics", str(run), "--out", str(out_dir)]) == 0
+    out, _ = capsys.readouterr()
+    assert one_line(out) == str(out_dir / "metrics.json")
+    assert snapshot(run) == before
+    assert sorted(p.name for p in out_dir.iterdir()) == ["metrics.json"]
+    doc = json.loads((out_dir / "metrics.json").read_text())
+    assert doc["run_id"] == "cli-run" and doc["k"] == 2
+
+
+def test_metrics_json_is_deterministic_and_hashes_the_inputs(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run), "--out", str(tmp_path / "a")]) == 0
+    assert main(["metrics", str(run), "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    first = (tmp_path / "a" / "metrics.json").read_bytes()
+    assert first == (tmp_path / "b" / "metrics.json").read_bytes()
+    inputs = json.loads(first)["provenance"]["inputs"]
+    for name in ("manifest.json", "results.jsonl"):
+        assert inputs[name] == "sha256:" + hashlib.sha256((run / name).read_bytes()).hexdigest()
+
+
+def test_metrics_out_is_an_existing_file(tmp_path, capsys):
+    run = write_run(tmp_path)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    assert main(["metrics", str(run), "--out", str(blocker)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert one_line(err).startswith("capbench-nb: error:")
+    assert blocker.read_text() == "x"
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def test_verify_fresh_outputs(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    capsys.readouterr()
+    before = snapshot(run)
+    assert main(["verify", str(run)]) == 0
+    out, err = capsys.readouterr()
+    assert one_line(out).startswith("verified") and err == ""
+    assert snapshot(run) == before
+
+
+def test_verify_with_out(tmp_path, capsys):
+    run = write_run(tmp_path)
+    out_dir = tmp_path / "o"
+    assert main(["metrics", str(run), "--out", str(out_dir)]) == 0
+    assert main(["verify", str(run), "--out", str(out_dir)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(run)]) == 2  # no metrics.json in RUN itself
+    assert "[rule: metrics-missing]" in one_line(capsys.readouterr().err)
+
+
+def test_verify_reports_an_edited_number_by_pointer(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    path = run / "metrics.json"
+    doc = json.loads(path.read_text())
+    assert doc["metrics"]["pass@1"]["value"] != 0.123
+    doc["metrics"]["pass@1"]["value"] = 0.123
+    path.write_text(json.dumps(doc, indent=2))
+    capsys.readouterr()
+    assert main(["verify", str(run)]) == 1
+    out, err = capsys.readouterr()
+    problem = one_line(out)
+    assert f"{path}#/metrics/pass@1/value" in problem and "0.123" in problem
+    assert "1 disagreement" in one_line(err)
+
+
+def test_verify_reports_a_removed_key(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    path = run / "metrics.json"
+    doc = json.loads(path.read_text())
+    del doc["metrics"]["pass^k"]["ci_low"]
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["verify", str(run)]) == 1
+    assert "#/metrics/pass^k/ci_low" in one_line(capsys.readouterr().out)
+
+
+def test_verify_detects_results_changed_after_metrics(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    with open(run / "results.jsonl", "ab") as fh:
+        fh.write(b"\n")  # still valid, same records: only the provenance hash differs
+    capsys.readouterr()
+    assert main(["verify", str(run)]) == 1
+    out, _ = capsys.readouterr()
+    assert "#/provenance/inputs/results.jsonl" in one_line(out)
+
+
+def test_verify_detects_changed_results_content(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    (run / "results.jsonl").write_bytes(encode_lines([failed("t1", 1), "", failed("t1", 2), record("t2", 1)]))
+    capsys.readouterr()
+    assert main(["verify", str(run)]) == 1
+    out = capsys.readouterr().out
+    assert "#/provenance/inputs/results.jsonl:" in out
+    assert "#/metrics/pass@1/successes:" in out
+
+
+def test_verify_detects_changed_manifest(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    (run / "manifest.json").write_text(json.dumps(manifest()))  # same content, other bytes
+    capsys.readouterr()
+    assert main(["verify", str(run)]) == 1
+    assert "#/provenance/inputs/manifest.json" in one_line(capsys.readouterr().out)
+
+
+def test_verify_without_metrics_json_exits_2(tmp_path, capsys):
+    run = write_run(tmp_path)
+    before = snapshot(run)
+    assert main(["verify", str(run)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    message = one_line(err)
+    assert str(run / "metrics.json") in message and "[rule: metrics-missing]" in message
+    assert snapshot(run) == before
+
+
+def test_verify_on_results_made_invalid_exits_2(tmp_path, capsys):
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    with open(run / "results.jsonl", "ab") as fh:
+        fh.write(b"{oops\n")  # line 5
+    capsys.readouterr()
+    assert main(["verify", str(run)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert ":5:" in one_line(err) and "[rule: json]" in err
+
+
+def test_verify_metrics_json_not_json_exits_2(tmp_path, capsys):
+    run = write_run(tmp_path)
+    (run / "metrics.json").write_text("{\n  nope\n")
+    assert main(["verify", str(run)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "[rule: json]" in one_line(err)
+
+
+# --------------------------------------------------------------------------- usage
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["metrics"], ["verify"], ["frobnicate", "run"], ["metrics", "run", "--bogus"], ["metrics", "--out"]],
+    ids=["nothing", "metrics-no-run", "verify-no-run", "unknown-command", "unknown-option", "out-without-dir"],
+)
+def test_usage_errors_exit_2(capsys, argv):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "usage:" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- subprocess
+
+
+def _run_cli(args, *, console_script=False):
+    if console_script:
+        exe = Path(sys.executable).parent / "capbench-nb"
+        if not exe.exists():
+            pytest.skip("the capbench-nb console script is not installed next to this Python")
+        cmd = [str(exe), *args]
+    else:
+        cmd = [sys.executable, "-m", "capbench_nb.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def _cases(*ids):
+    return [case for case in INVALID_CASES if case.id in ids]
+
+
+@pytest.mark.parametrize("lines,line,rule", _cases("json", "truncated-line", "duplicate-attempt", "evidence-dotdot"))
+def test_subprocess_invalid_input(tmp_path, lines, line, rule):
+    run = write_run(tmp_path, lines)
+    before = snapshot(run)
+    proc = _run_cli(["metrics", str(run)])
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    message = one_line(proc.stderr)
+    assert f"{run / 'results.jsonl'}:{line}:" in message and f"[rule: {rule}]" in message
+    assert "Traceback" not in proc.stderr
+    assert snapshot(run) == before
+
+
+def test_subprocess_console_script_metrics_then_verify(tmp_path):
+    run = write_run(tmp_path)
+    out_dir = tmp_path / "out"
+    proc = _run_cli(["metrics", str(run), "--out", str(out_dir)], console_script=True)
+    assert proc.returncode == 0, proc.stderr
+    assert one_line(proc.stdout) == str(out_dir / "metrics.json")
+    proc = _run_cli(["verify", str(run), "--out", str(out_dir)], console_script=True)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out_dir / "metrics.json").read_text())
+    doc["tasks"]["planned"] = 99
+    (out_dir / "metrics.json").write_text(json.dumps(doc))
+    proc = _run_cli(["verify", str(run), "--out", str(out_dir)], console_script=True)
+    assert proc.returncode == 1
+    assert "#/tasks/planned" in one_line(proc.stdout)
+
+
+def test_subprocess_allow_invalid(tmp_path):
+    run = write_run(tmp_path, [record("t1", 1), "", "{bad"])
+    proc = _run_cli(["metrics", str(run), "--allow-invalid"])
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" in one_line(proc.stderr)
+    anomalies = json.loads((run / "metrics.json").read_text())["anomalies"]
+    assert [(a["kind"], a["line"]) for a in anomalies] == [("invalid_line", 3)]
+
+
+def test_subprocess_usage_error(tmp_path):
+    proc = _run_cli([])
+    assert proc.returncode == 2
+    assert "usage:" in proc.stderr and "Traceback" not in proc.stderr
+    proc = _run_cli(["metrics"], console_script=True)
+    assert proc.returncode == 2
+    assert "usage:" in proc.stderr and "Traceback" not in proc.stderr
