@@ -40,7 +40,35 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(p)
     p = sub.add_parser("verify", help="recompute from the raw results and report each disagreement with the outputs")
     _add_run_args(p)
+    p = sub.add_parser("ingest", help="derive results.jsonl from the attempt directories of a run")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="run directory with manifest.json and attempts/<task>/<attempt>/")
+    p.add_argument("--out", metavar="FILE", help="where to write (default: RUN_DIR/results.jsonl)")
+    p.add_argument("--device-actions", metavar="FILE",
+                   help='tool-name configuration {"device_actions": [...], "read_only": [...]} (default: the spec\'s lists)')
+    p.add_argument("--prices", metavar="FILE", help="versioned price table; without one, cost stays null")
+    p.add_argument("--force", action="store_true", help="replace an existing results file, keeping a .bak copy")
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="record attempts with broken artifacts as unknown, ineligible records with ingest_error")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress display on stderr (default: only on a terminal)")
+    p = sub.add_parser("simulate", help="write a realistic synthetic run (seeded, reproducible)")
+    p.add_argument("--tasks", type=_positive, required=True, metavar="N", help="number of planned tasks")
+    p.add_argument("--repeats", type=_positive, required=True, metavar="R", help="planned repeats per task")
+    p.add_argument("--seed", type=int, required=True, metavar="S", help="random seed: same arguments, same bytes")
+    p.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to create (must not exist, or be empty)")
+    p.add_argument("--artifacts", action="store_true",
+                   help="write attempts/<task>/<attempt>/ artifacts (then derive results.jsonl with ingest)")
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
@@ -65,10 +93,41 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from .derivation import load_price_table, load_tool_config
+    from .ingest import ingest_run
+
+    report = ingest_run(
+        args.run_dir,
+        out=args.out,
+        force=args.force,
+        allow_invalid=args.allow_invalid,
+        tools=load_tool_config(args.device_actions),
+        prices=load_price_table(args.prices) if args.prices else None,
+        progress=args.progress,
+    )
+    if report.backup is not None:
+        print(f"{PROG}: kept the previous file as {report.backup}", file=sys.stderr)
+    if report.errors:
+        print(f"{PROG}: warning: {report.errors} attempt(s) with broken artifacts recorded as unknown "
+              "(see ingest_error)", file=sys.stderr)
+    print(report.path)
+    return EXIT_OK
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from .simulation import simulate_run
+
+    path = simulate_run(args.out, tasks=args.tasks, repeats=args.repeats, seed=args.seed, artifacts=args.artifacts)
+    print(path)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = {"metrics": _cmd_metrics, "verify": _cmd_verify}[args.command]
+    handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "ingest": _cmd_ingest,
+               "simulate": _cmd_simulate}[args.command]
     try:
         return handler(args)
     except InvalidRunError as exc:

@@ -7,7 +7,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -124,11 +124,12 @@ def dumps(document: dict) -> str:
     return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> Path:
+def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], None] | None = None) -> Path:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part.
 
     The text goes to a temporary file in the same directory, is flushed and
-    fsynced, then renamed over ``path``.
+    fsynced, optionally passed to ``check`` (which may raise to abandon the
+    write), then renamed over ``path``.
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -137,6 +138,8 @@ def write_atomic(path: str | os.PathLike, text: str) -> Path:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        if check is not None:
+            check(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         try:
