@@ -17,6 +17,7 @@ present source with no match is 0, a failure stage is set only with evidence.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from importlib import resources
@@ -25,7 +26,7 @@ from typing import Any
 
 from .errors import InvalidRunError
 from .evidence import EvidenceResolver, EvidenceError
-from .schema import TELEMETRY_FIELDS
+from .schema import MAX_SAFE_NUMBER, TELEMETRY_FIELDS
 
 __all__ = [
     "ToolConfig",
@@ -120,10 +121,11 @@ def load_price_table(path: str | os.PathLike) -> PriceTable:
         if not isinstance(prices, dict):
             raise InvalidRunError(shown, "price-table", f"prices of {model!r} must be an object", pointer=f"/models/{model}")
         for key in ("input", "output"):
-            if not _is_number(prices.get(key)) or prices[key] < 0:
+            if not _is_number(prices.get(key)) or not math.isfinite(prices[key]) or prices[key] < 0:
                 raise InvalidRunError(shown, "price-table", f"{model!r} needs a non-negative {key} price per token",
                                       pointer=f"/models/{model}/{key}")
-        if "cached_input" in prices and (not _is_number(prices["cached_input"]) or prices["cached_input"] < 0):
+        cached = prices.get("cached_input", 0)
+        if not _is_number(cached) or not math.isfinite(cached) or cached < 0:
             raise InvalidRunError(shown, "price-table", f"cached_input price of {model!r} must be a non-negative number",
                                   pointer=f"/models/{model}/cached_input")
     return PriceTable(name=doc["name"], version=doc["version"], effective_date=doc["effective_date"], models=models)
@@ -164,8 +166,8 @@ class _Check:
     def __init__(self, file: str) -> None:
         self.file = file
 
-    def fail(self, pointer: str, message: str):
-        raise InvalidRunError(self.file, "artifact-type", message, pointer=pointer)
+    def fail(self, pointer: str, message: str, rule: str = "artifact-type"):
+        raise InvalidRunError(self.file, rule, message, pointer=pointer)
 
     def obj(self, value: Any, pointer: str, *, nullable: bool = False) -> None:
         if value is None and nullable:
@@ -181,8 +183,11 @@ class _Check:
         if value is None:
             return
         ok = type(value) is int if integer else _is_number(value)
-        if not ok or value < 0:
+        if not ok or not math.isfinite(value) or value < 0:
             self.fail(pointer, f"{pointer} must be a non-negative {'integer' if integer else 'number'} or null")
+        if value > MAX_SAFE_NUMBER:
+            self.fail(pointer, f"{pointer} is {value}, above 2**53-1, the largest exactly representable value",
+                      "number-too-large")
 
     def boolean(self, value: Any, pointer: str, *, nullable: bool = True) -> None:
         if value is None and nullable:
@@ -310,13 +315,23 @@ class Artifacts:
     history: dict | None
 
 
+_ABSENT = object()
+
+
 def _load_json_file(path: Path, *, required: bool) -> Any:
+    """Parsed JSON of an artifact file, or ``_ABSENT`` when an optional file does not exist.
+
+    The file must resolve (symlinks followed) inside its attempt directory.
+    """
+    real_dir = os.path.realpath(path.parent)
+    if os.path.lexists(path) and not os.path.realpath(path).startswith(real_dir.rstrip(os.sep) + os.sep):
+        raise InvalidRunError(str(path), "artifact-outside", f"{path.name} resolves outside the attempt directory")
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         if required:
             raise InvalidRunError(str(path), "artifact-missing", f"the attempt has no {path.name}") from None
-        return None
+        return _ABSENT
     except IsADirectoryError:
         raise InvalidRunError(str(path), "artifact-unreadable", f"{path.name} is a directory") from None
     except OSError as exc:
@@ -345,12 +360,13 @@ def read_artifacts(directory: str | os.PathLike) -> Artifacts:
     attempt = _load_json_file(directory / ATTEMPT, required=True)
     _check_attempt(attempt, str(directory / ATTEMPT))
     episode = _load_json_file(directory / EPISODE, required=False)
-    if episode is not None:
+    if episode is not _ABSENT:
         _check_episode(episode, str(directory / EPISODE))
     history = _load_json_file(directory / HISTORY, required=False)
-    if history is not None:
+    if history is not _ABSENT:
         _check_history(history, str(directory / HISTORY))
-    return Artifacts(directory, attempt, episode, history)
+    return Artifacts(directory, attempt, None if episode is _ABSENT else episode,
+                     None if history is _ABSENT else history)
 
 
 # --------------------------------------------------------------------------- outcome

@@ -141,6 +141,7 @@ def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], 
         if check is not None:
             check(Path(tmp))
         os.replace(tmp, path)
+        _fsync_directory(path.parent)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -148,6 +149,20 @@ def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], 
             pass
         raise
     return path
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_metrics(run: Run, out_dir: str | os.PathLike | None = None) -> Path:
