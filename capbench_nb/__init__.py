@@ -8,6 +8,7 @@ from ._version import __version__
 from .errors import InvalidRunError
 from .export import compute_metrics, write_metrics
 from .loading import Run, load_run
+from .recorder import RunRecorder
 from .metrics import (
     Rate,
     ScoreMean,
@@ -27,6 +28,7 @@ __all__ = [
     "InvalidRunError",
     "Run",
     "load_run",
+    "RunRecorder",
     "compute_metrics",
     "write_metrics",
     "verify",

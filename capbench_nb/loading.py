@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,17 @@ from .schema import (
     TELEMETRY_MS_FIELDS,
 )
 
-__all__ = ["Run", "load_run", "load_manifest", "plan_frame", "fixed_k", "read_results", "sha256_file"]
+__all__ = [
+    "Run",
+    "load_run",
+    "load_manifest",
+    "validate_manifest",
+    "validate_record",
+    "plan_frame",
+    "fixed_k",
+    "read_results",
+    "sha256_file",
+]
 
 MANIFEST = "manifest.json"
 RESULTS = "results.jsonl"
@@ -482,6 +491,23 @@ def _canonical(value: list | dict) -> str:
         if len(_CANONICAL) < 4096:
             _CANONICAL[key] = text
     return text
+
+
+def validate_record(record: Any, *, run_dir: str | os.PathLike, file: str = RESULTS, line: int | None = None) -> None:
+    """Check one parsed attempt record against spec sections 3 and 8.
+
+    The same rules ``load_run`` applies to each line (except uniqueness,
+    which needs the whole file), evidence resolution included.
+
+    Raises
+    ------
+    InvalidRunError
+        Naming ``file``, ``line`` and the rule broken.
+    """
+    try:
+        _record_values(record, EvidenceResolver(run_dir))
+    except _Bad as exc:
+        raise InvalidRunError(file, exc.rule, exc.reason, line=line) from None
 
 
 def _readable_ids(obj: Any) -> tuple[str | None, int | None]:

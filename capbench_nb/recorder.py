@@ -33,14 +33,9 @@ from typing import Any
 
 from .derivation import PriceTable, ToolConfig, derive_record, load_tool_config
 from .errors import InvalidRunError
-from .evidence import EvidenceResolver
 from .export import write_atomic
 from .ingest import record_line
-from .loading import MANIFEST, RESULTS, load_manifest, read_results, validate_manifest
-
-# Private on purpose: the loader has no public single-record check yet, and the
-# recorder must apply exactly the loader's rules (see the module docstring).
-from .loading import _Bad, _record_values
+from .loading import MANIFEST, RESULTS, load_manifest, read_results, validate_manifest, validate_record
 
 try:  # POSIX advisory locking; absent on Windows
     import fcntl
@@ -281,11 +276,11 @@ class RunRecorder:
             obj = json.loads(line)
         except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidRunError(file, "record-json", f"the record is not writable as JSON: {exc}") from None
-        try:  # exactly the loader's check; a fresh resolver, as artifacts may have changed
-            _record_values(obj, EvidenceResolver(self.run_dir))
-        except _Bad as exc:
+        try:  # exactly the loader's check, evidence resolved against the artifacts as they are now
+            validate_record(obj, run_dir=self.run_dir, file=file)
+        except InvalidRunError as exc:
             ids = f" ({obj['task_id']!r}, {obj['attempt']!r})" if isinstance(obj, dict) and "attempt" in obj else ""
-            raise InvalidRunError(file, exc.rule, f"record{ids} not written: {exc.reason}") from None
+            raise InvalidRunError(file, exc.rule, f"record{ids} not written: {exc.message}") from None
         key, digest = (obj["task_id"], obj["attempt"]), _digest(obj)
         known = self._recorded.get(key)
         if known is not None:

@@ -7,7 +7,6 @@ data/sample-run re-derived from its artifacts.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
