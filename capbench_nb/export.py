@@ -19,8 +19,11 @@ from .metrics import (
     attempt_counts,
     counted_attempts,
     per_task,
+    prefix_curve,
     telemetry_aggregates,
+    unbiased_curve,
 )
+from .slices import slices_document
 from .schema import ANOMALY_KINDS, METRICS_SCHEMA_VERSION
 
 __all__ = ["compute_metrics", "dumps", "write_atomic", "write_metrics", "METRICS_FILE"]
@@ -79,13 +82,36 @@ def _anomaly_entries(anomalies: pd.DataFrame) -> list[dict]:
     return out
 
 
-def compute_metrics(run: Run) -> dict:
+def _curves(attempts, plan, k: int) -> dict:
+    prefix = prefix_curve(attempts, plan=plan, k=k)
+    points = []
+    for j, group in prefix.groupby("j", sort=True):
+        point = {"j": int(j)}
+        for rec in group.to_dict("records"):
+            point[rec["metric"]] = {f: _scalar(rec[f]) for f in ("value", "successes", "n", "ci_low", "ci_high", "coverage")}
+        points.append(point)
+    unbiased = unbiased_curve(attempts, plan=plan)
+    return {
+        "planned_prefix": points,
+        "unbiased": {
+            "estimator": "unbiased over all eligible attempts per task: pass@j = 1 - C(n-c,j)/C(n,j) "
+            "(Chen et al. 2021), pass^j = C(c,j)/C(n,j) (Yao et al. 2024); j up to the smallest eligible n",
+            "tasks": int(unbiased["tasks"].iloc[0]) if len(unbiased) else 0,
+            "points": [{"j": int(r["j"]), "pass@j": float(r["pass@j"]), "pass^j": float(r["pass^j"])}
+                       for r in unbiased.to_dict("records")],
+        },
+    }
+
+
+def compute_metrics(run: Run, *, slices: tuple[str, ...] | list[str] = ()) -> dict:
     """Every metric of spec section 6 for ``run``, as the metrics.json document.
 
-    The result depends only on the two input files (and ``run.strict``): no
-    clock, no paths, no environment.  Keys follow spec section 7, plus
-    ``suite``, ``status``, ``judge``, ``anomaly_counts`` and per-task
-    ``k_eligible``.
+    The result depends only on the two input files, ``run.strict`` and the
+    requested slice dimensions: no clock, no paths, no environment.  Keys
+    follow spec section 7, plus ``suite``, ``status``, ``judge``,
+    ``anomaly_counts``, per-task ``k_eligible``, ``curves`` (pass@j and pass^j
+    from planned prefixes, and the unbiased estimators beside them) and
+    ``slices`` (one list per requested dimension).
     """
     plan, k = run.plan, run.k
     attempts = counted_attempts(run.records, plan=plan)
@@ -107,11 +133,13 @@ def compute_metrics(run: Run) -> dict:
         "per_task": _per_task_entries(per_task(attempts, plan=plan, k=k)),
         "anomalies": _anomaly_entries(run.anomalies),
         "anomaly_counts": {kind: int(counts.get(kind, 0)) for kind in ANOMALY_KINDS},
+        "curves": _curves(attempts, plan, k),
+        "slices": slices_document(run, slices),
         "provenance": {
             "toolkit": "capbench-nb",
             "toolkit_version": __version__,
             "inputs": {MANIFEST: run.hashes[MANIFEST], RESULTS: run.hashes[RESULTS]},
-            "options": {"allow_invalid": not run.strict},
+            "options": {"allow_invalid": not run.strict, "slices": list(slices)},
         },
     }
 
@@ -165,8 +193,8 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_metrics(run: Run, out_dir: str | os.PathLike | None = None) -> Path:
+def write_metrics(run: Run, out_dir: str | os.PathLike | None = None, *, slices: tuple[str, ...] | list[str] = ()) -> Path:
     """Compute and write ``metrics.json`` into ``out_dir`` (default: the run directory)."""
     out = Path(out_dir) if out_dir is not None else run.path
     out.mkdir(parents=True, exist_ok=True)
-    return write_atomic(out / METRICS_FILE, dumps(compute_metrics(run)))
+    return write_atomic(out / METRICS_FILE, dumps(compute_metrics(run, slices=slices)))

@@ -396,3 +396,85 @@ METRICS = {
     "pass^k": lambda attempts, plan, k: pass_hat_k(attempts, plan=plan, k=k),
     "oracle_best_score@k": lambda attempts, plan, k: oracle_best_score_at_k(attempts, plan=plan, k=k),
 }
+
+
+# --------------------------------------------------------------------------- reliability curves
+
+
+def prefix_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> pd.DataFrame:
+    """pass@j and pass^j for j = 1..k from planned prefixes, each as in :func:`pass_at_k`.
+
+    Each j has its own denominator: the tasks whose attempts 1..j are all
+    present and eligible.
+
+    Returns
+    -------
+    DataFrame
+        One row per j: ``j``, ``metric`` (``"pass@j"`` or ``"pass^j"``) and the
+        :class:`Rate` fields.
+    """
+    rows = []
+    for j in range(1, int(k) + 1):
+        for name, fn in (("pass@j", pass_at_k), ("pass^j", pass_hat_k)):
+            rows.append({"j": j, "metric": name, **fn(attempts, plan=plan, k=j, confidence=confidence).to_dict()})
+    return pd.DataFrame(rows, columns=["j", "metric", "value", "successes", "n", "ci_low", "ci_high", "coverage"])
+
+
+def _eligible_counts(attempts: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
+    """Per planned task with at least one eligible attempt: n eligible attempts and c successes."""
+    a = counted_attempts(attempts, plan=plan)
+    eligible = _bool(a["agent_eligible"])
+    frame = pd.DataFrame(
+        {"task_id": a["task_id"].astype(object).to_numpy()[eligible], "c": _bool(a["success"])[eligible].astype("int64")}
+    )
+    return frame.groupby("task_id", sort=False)["c"].agg(n="size", c="sum")
+
+
+def unbiased_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, max_j: int | None = None) -> pd.DataFrame:
+    r"""Unbiased pass@j and pass^j over all eligible attempts of each task.
+
+    For a task with :math:`n` eligible attempts of which :math:`c` succeeded,
+
+    .. math::
+
+        \widehat{\text{pass@}j} = 1 - \binom{n-c}{j}\Big/\binom{n}{j}
+        \qquad
+        \widehat{\text{pass}^j} = \binom{c}{j}\Big/\binom{n}{j}
+
+    (Chen et al. 2021, "Evaluating Large Language Models Trained on Code",
+    arXiv:2107.03374; Yao et al. 2024, tau-bench, arXiv:2406.12045), averaged
+    over the tasks with at least one eligible attempt, for j = 1 up to the
+    smallest such n.  A different estimator from the planned-prefix headline:
+    it uses every eligible attempt, including those after k, and has no
+    Wilson interval.
+
+    Parameters
+    ----------
+    max_j : int, optional
+        Cap on j (default: the smallest eligible n).
+
+    Returns
+    -------
+    DataFrame
+        ``j``, ``pass@j``, ``pass^j``, ``tasks`` (number of tasks averaged).
+        Empty when no task has an eligible attempt.
+    """
+    counts = _eligible_counts(attempts, plan)
+    columns = ["j", "pass@j", "pass^j", "tasks"]
+    if counts.empty:
+        return pd.DataFrame(columns=columns)
+    top = int(counts["n"].min())
+    if max_j is not None:
+        top = min(top, int(max_j))
+    # Few distinct (n, c) pairs even for many tasks: compute each once, exactly.
+    pairs = counts.groupby(["n", "c"]).size()
+    tasks = int(len(counts))
+    rows = []
+    for j in range(1, top + 1):
+        at, hat = [], []
+        for (n, c), weight in pairs.items():
+            total = math.comb(int(n), j)
+            at.extend([1.0 - math.comb(int(n - c), j) / total] * int(weight))
+            hat.extend([math.comb(int(c), j) / total] * int(weight))
+        rows.append({"j": j, "pass@j": math.fsum(at) / tasks, "pass^j": math.fsum(hat) / tasks, "tasks": tasks})
+    return pd.DataFrame(rows, columns=columns)
