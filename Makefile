@@ -1,4 +1,4 @@
-# The two set-up commands of the README: `make demo` and `make test`.
+# The two set-up commands of the README: `make demo` (report on the sample run, verified) and `make test`.
 # Each creates .venv from pyproject.toml when it is missing.
 PYTHON ?= python3
 VENV := .venv
@@ -17,9 +17,9 @@ $(BIN)/capbench-nb: pyproject.toml
 venv: $(BIN)/capbench-nb
 
 demo: venv
-	$(BIN)/capbench-nb metrics $(SAMPLE) --out $(OUT)
+	$(BIN)/capbench-nb report $(SAMPLE) --out $(OUT)
 	$(BIN)/capbench-nb verify $(SAMPLE) --out $(OUT)
-	@echo "metrics for the sample run: $(OUT)/metrics.json"
+	@echo "report for the sample run: $(OUT)/report.html (with metrics.json, summary.md, report.ipynb)"
 
 test: venv
 	$(BIN)/python -m pytest

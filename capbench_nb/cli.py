@@ -1,7 +1,8 @@
 """The ``capbench-nb`` command line.
 
 Exit codes: 0 success; 1 ``verify`` found disagreements; 2 bad input or usage
-(one line on stderr naming file, line and rule; no traceback).
+(one line on stderr naming file, line and rule; no traceback); 3 ``report``:
+the report notebook failed (one line naming the cell and the exception).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .verification import verify
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_DISAGREE, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_DISAGREE, EXIT_INVALID, EXIT_REPORT = 0, 1, 2, 3
 PROG = "capbench-nb"
 
 
@@ -40,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(p)
     p = sub.add_parser("verify", help="recompute from the raw results and report each disagreement with the outputs")
     _add_run_args(p)
+    p = sub.add_parser("report", help="execute the report notebook: DIR/report.html, report.ipynb, summary.md, metrics.json")
+    _add_run_args(p)
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="papermill's progress bar on stderr (default: only on a terminal)")
     p = sub.add_parser("ingest", help="derive results.jsonl from the attempt directories of a run")
     p.add_argument("run_dir", metavar="RUN_DIR", help="run directory with manifest.json and attempts/<task>/<attempt>/")
     p.add_argument("--out", metavar="FILE", help="where to write (default: RUN_DIR/results.jsonl)")
@@ -93,6 +98,33 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .reportrun import ReportError, build_report
+
+    try:
+        path = build_report(args.run_dir, args.out, allow_invalid=args.allow_invalid, progress=args.progress)
+    except ReportError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_REPORT
+    if args.allow_invalid:
+        invalid = _invalid_lines(Path(path).parent)
+        if invalid:
+            print(f"{PROG}: warning: {invalid} invalid line(s) skipped and listed under anomalies", file=sys.stderr)
+    print(path)
+    return EXIT_OK
+
+
+def _invalid_lines(out: Path) -> int:
+    """``anomaly_counts.invalid_line`` of the metrics.json just written (0 if unreadable)."""
+    import json
+
+    try:
+        doc = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+        return int(doc["anomaly_counts"]["invalid_line"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from .derivation import load_price_table, load_tool_config
     from .ingest import ingest_run
@@ -126,8 +158,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "ingest": _cmd_ingest,
-               "simulate": _cmd_simulate}[args.command]
+    handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
+               "ingest": _cmd_ingest, "simulate": _cmd_simulate}[args.command]
     try:
         return handler(args)
     except InvalidRunError as exc:

@@ -1,7 +1,13 @@
-"""Recompute a run's outputs and list every disagreement with the files found."""
+"""Recompute a run's outputs and list every disagreement with the files found.
+
+metrics.json is compared value by value (JSON pointers); summary.md, when
+present, line by line against the summary regenerated from the recomputed
+metrics.
+"""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from dataclasses import dataclass
@@ -12,12 +18,18 @@ from .errors import InvalidRunError
 from .export import METRICS_FILE, compute_metrics
 from .loading import load_run
 
-__all__ = ["Disagreement", "diff_documents", "verify"]
+__all__ = ["Disagreement", "diff_documents", "diff_lines", "verify", "SUMMARY_FILE"]
+
+SUMMARY_FILE = "summary.md"
 
 
 @dataclass(frozen=True)
 class Disagreement:
-    """One value that differs: where (file and JSON pointer), what the file has, what was recomputed."""
+    """One value that differs: where, what the file has, what was recomputed.
+
+    ``pointer`` is a JSON pointer for JSON files (``/metrics/pass@1/value``),
+    ``line N`` for text files such as summary.md.
+    """
 
     file: str
     pointer: str
@@ -31,7 +43,28 @@ class Disagreement:
             text = json.dumps(v, ensure_ascii=True)
             return text if len(text) <= 80 else text[:77] + "..."
 
-        return f"{self.file}#{self.pointer or '/'}: found {show(self.found)}, recomputed {show(self.expected)}"
+        if not self.pointer.startswith("line "):
+            return f"{self.file}#{self.pointer or '/'}: found {show(self.found)}, recomputed {show(self.expected)}"
+        found, expected = self.found, self.expected
+        if isinstance(found, str) and isinstance(expected, str):
+            found, expected = _around_difference(found, expected)
+        return f"{self.file} {self.pointer}: found {show(found)}, recomputed {show(expected)}"
+
+
+def _around_difference(a: str, b: str, *, before: int = 20, width: int = 70) -> tuple[str, str]:
+    """Two long lines cut to the same window around their first difference ("..." marks a cut)."""
+    if max(len(a), len(b)) <= width:
+        return a, b
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    start = max(0, start - before)
+
+    def cut(text: str) -> str:
+        part = text[start : start + width]
+        return ("..." if start else "") + part + ("..." if start + width < len(text) else "")
+
+    return cut(a), cut(b)
 
 
 class _Absent:
@@ -85,6 +118,28 @@ def diff_documents(found: Any, expected: Any, *, file: str = METRICS_FILE, point
     return []
 
 
+def diff_lines(found: str, expected: str, *, file: str = SUMMARY_FILE) -> list[Disagreement]:
+    """Every line where two texts differ, numbered as in ``found`` (1-based).
+
+    Lines are aligned first (difflib), so one inserted or deleted line is one
+    disagreement, not a cascade: a changed line gives found and recomputed
+    text, an extra line found text and ``nothing``, a missing line ``nothing``
+    and the recomputed text (numbered where it belongs).  A missing final
+    newline shows as a missing empty last line.
+    """
+    a, b = found.split("\n"), expected.split("\n")
+    out: list[Disagreement] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        for offset in range(max(i2 - i1, j2 - j1)):
+            i, j = i1 + offset, j1 + offset
+            line_found = a[i] if i < i2 else _ABSENT
+            line_expected = b[j] if j < j2 else _ABSENT
+            out.append(Disagreement(file, f"line {min(i, i2) + 1}", line_found, line_expected))
+    return out
+
+
 def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None, *, strict: bool = True) -> list[Disagreement]:
     """Recompute every output of ``run_dir`` and compare with the files in ``out_dir``.
 
@@ -93,7 +148,8 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     run_dir : path-like
         The run (manifest.json and results.jsonl are the only inputs).
     out_dir : path-like, optional
-        Where the outputs are; default ``run_dir``.
+        Where the outputs are; default ``run_dir``.  metrics.json must be
+        there; summary.md is checked when it is.
     strict : bool, default True
         As in :func:`capbench_nb.load_run`.  When the metrics.json found was
         written with ``allow_invalid``, the recomputation uses it too, so that
@@ -123,6 +179,14 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     options = provenance.get("options") if isinstance(provenance, dict) else None
     stored_allow = isinstance(options, dict) and options.get("allow_invalid") is True
     run = load_run(run_dir, strict=strict and not stored_allow)
-    problems = diff_documents(found, compute_metrics(run), file=str(metrics_path))
+    recomputed = compute_metrics(run)
+    problems = diff_documents(found, recomputed, file=str(metrics_path))
     # Changed inputs explain everything else: list them first.
-    return sorted(problems, key=lambda d: not d.pointer.startswith("/provenance/inputs"))
+    problems.sort(key=lambda d: not d.pointer.startswith("/provenance/inputs"))
+    summary_path = out / SUMMARY_FILE
+    if summary_path.is_file():
+        from .reporting import summary_markdown  # matplotlib and friends: only when there is a summary
+
+        text = summary_path.read_bytes().decode("utf-8", errors="replace")
+        problems.extend(diff_lines(text, summary_markdown(recomputed), file=str(summary_path)))
+    return problems

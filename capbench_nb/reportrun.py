@@ -1,0 +1,457 @@
+"""Executing the report notebook: ``capbench-nb report``.
+
+:func:`build_report` validates the run, executes ``run_report.ipynb`` with
+papermill on a kernel of this Python environment, converts the executed
+notebook to one self-contained ``report.html`` (code hidden, nothing fetched
+from the network), and moves ``report.ipynb``, ``report.html``,
+``summary.md`` and ``metrics.json`` into the output directory only when all
+four were produced.
+
+The notebook does the work (loading, metrics, the two exported files,
+the displays); this module only runs it and publishes what it wrote.
+papermill and nbconvert are imported when a report is built, not when the
+package is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .loading import load_run
+
+__all__ = [
+    "build_report",
+    "find_notebook",
+    "notebook_to_html",
+    "ReportError",
+    "REPORT_NOTEBOOK",
+    "OUTPUT_FILES",
+]
+
+#: The report notebook, by file name (see :func:`find_notebook`).
+REPORT_NOTEBOOK = "run_report.ipynb"
+#: What a report build writes into the output directory, in the order they are moved into place.
+OUTPUT_FILES = ("metrics.json", "summary.md", "report.ipynb", "report.html")
+#: The nbconvert template shipped in ``capbench_nb/templates/``.
+HTML_TEMPLATE = "capbench_report"
+
+_PARAMETERS_TAG = "parameters"
+_INJECTED_TAG = "injected-parameters"
+
+
+class ReportError(RuntimeError):
+    """The report notebook failed (a cell raised, or the kernel could not run it).
+
+    ``str()`` is one line, e.g. ``report notebook failed in cell 7
+    (reporting.show_per_task(doc, run)): ValueError: ...``.  For a failing
+    cell, ``cell`` is its number among the notebook's code cells, counted
+    from 1: its ``In [N]`` when the notebook is run top to bottom in
+    Jupyter; ``source`` is the cell's first line of code, ``ename`` and
+    ``evalue`` the exception raised in the kernel.
+    """
+
+    def __init__(self, message: str, *, cell: int | None = None, source: str | None = None,
+                 ename: str | None = None, evalue: str | None = None) -> None:
+        super().__init__(message)
+        self.cell = cell
+        self.source = source
+        self.ename = ename
+        self.evalue = evalue
+
+
+# --------------------------------------------------------------------------- locating files
+
+
+def find_notebook(name: str = REPORT_NOTEBOOK) -> Path:
+    """The path of a notebook shipped with capbench-nb.
+
+    Looked up, in order, as package data (``capbench_nb/notebooks/NAME``, where
+    a packaged build puts a copy), then in the ``notebooks/`` folder of the
+    source checkout this package is imported from (an editable install).
+
+    Raises
+    ------
+    FileNotFoundError
+        When neither exists.
+    """
+    packaged = resources.files("capbench_nb").joinpath("notebooks", name)
+    if packaged.is_file():
+        return Path(str(packaged))
+    package_dir = Path(__file__).resolve().parent
+    checkout = package_dir.parent
+    candidate = checkout / "notebooks" / name
+    if candidate.is_file() and (checkout / "pyproject.toml").is_file():
+        return candidate
+    raise FileNotFoundError(
+        2, f"the notebook {name} is neither package data of capbench_nb nor in {checkout / 'notebooks'}",
+        str(candidate))
+
+
+def _template_dir() -> Path:
+    path = resources.files("capbench_nb").joinpath("templates")
+    return Path(str(path))
+
+
+# --------------------------------------------------------------------------- the kernel
+
+
+@contextlib.contextmanager
+def own_kernel() -> Iterator[str]:
+    """A kernel name that starts this very Python (``sys.executable``), valid inside the block.
+
+    A kernelspec is written into a temporary directory that is put first on
+    ``JUPYTER_PATH`` for the duration of the block (jupyter_client reads the
+    variable whenever a kernel is looked up), so the report never runs on
+    whatever kernel a user-wide ``python3`` spec happens to point at.  The
+    name is unique, so no other kernelspec can shadow it.  The kernel's
+    matplotlib backend is the inline one even when ``MPLBACKEND`` is set
+    (say, to Agg for scripts), or pyplot figures would be missing from the
+    report; its log is kept to critical messages, so a report is quiet.
+    """
+    name = f"capbench-nb-{os.getpid()}-{secrets.token_hex(4)}"
+    try:  # what `ipykernel install` would write for this Python (metadata such as supported encryption)
+        from ipykernel.kernelspec import get_kernel_dict
+
+        spec = dict(get_kernel_dict())
+    except Exception:  # pragma: no cover - an ipykernel without that helper
+        spec = {"language": "python", "metadata": {}}
+    # The kernel's own log goes to our stderr; at shutdown jupyter_client interrupts the kernel
+    # first, which now and then logs "KeyboardInterrupt caught in kernel" there.  Errors in cells
+    # reach us through the notebook, and a kernel that dies is reported as such.
+    spec["argv"] = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                    "--IPKernelApp.log_level=CRITICAL"]
+    spec["display_name"] = f"capbench-nb ({sys.executable})"
+    spec["env"] = {"MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    with tempfile.TemporaryDirectory(prefix="capbench-nb-kernel-") as tmp:
+        spec_dir = Path(tmp, "kernels", name)
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+        previous = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = tmp if not previous else tmp + os.pathsep + previous
+        try:
+            yield name
+        finally:
+            if previous is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = previous
+
+
+# --------------------------------------------------------------------------- execution
+
+
+def _execute_notebook(notebook: Path, output: Path, parameters: dict, *, cwd: Path, progress: bool) -> Any:
+    """Run ``notebook`` with papermill on :func:`own_kernel`; returns the executed notebook node."""
+    import papermill
+
+    # papermill's own log (e.g. "Kernel died while waiting for execute reply") would repeat, on
+    # stderr and unasked, what the ReportError raised from it says in one line.
+    log = logging.getLogger("papermill")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        with own_kernel() as kernel_name:
+            return papermill.execute_notebook(
+                str(notebook),
+                str(output),
+                parameters=parameters,  # papermill writes them as literals into a cell of its own
+                kernel_name=kernel_name,
+                language="python",
+                progress_bar=progress,
+                request_save_on_cell_execute=True,  # marks the running cell, should the kernel die
+                log_output=False,
+                cwd=str(cwd),
+                config=_client_config(),
+            )
+    finally:
+        log.setLevel(level)
+
+
+def _client_config() -> Any:
+    """nbclient configuration: encrypt the kernel's local TCP traffic where both ends can.
+
+    Recent ipykernels declare CurveZMQ support in their kernelspec and warn on
+    stderr when started on plain TCP; jupyter_client provisions keys only when
+    asked (``transport_encryption``, absent from older versions).
+    """
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    config = Config()
+    try:
+        import zmq
+
+        curve = bool(zmq.has("curve"))
+    except Exception:  # pragma: no cover
+        curve = False
+    if curve and KernelManager.class_traits().get("transport_encryption") is not None:
+        config.KernelManager.transport_encryption = "auto"
+    return config
+
+
+def _first_code_line(source: str, limit: int = 70) -> str:
+    lines = [line.strip() for line in source.splitlines()]
+    code = [line for line in lines if line and not line.startswith("#")]
+    text = code[0] if code else (lines[0] if lines else "")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    from .errors import _one_line as one_line
+
+    return one_line(" ".join(str(text).split()), limit=limit)
+
+
+def _source_cell(notebook: Path, index: int, source: str) -> int | None:
+    """The number, among the code cells of ``notebook`` as written, of the executed notebook's cell ``index``.
+
+    papermill's executed notebook has its own cell with the parameters right
+    after the one tagged ``parameters`` (or first, or in place of an earlier
+    injected cell); ``source`` must match, else None (never a wrong number).
+    """
+    import nbformat
+
+    try:
+        cells = nbformat.read(str(notebook), as_version=4).cells
+    except Exception:  # the numbering is a courtesy; the error itself must get out
+        return None
+    tags = [set(c.get("metadata", {}).get("tags", [])) for c in cells]
+    if not any(_INJECTED_TAG in t for t in tags):
+        inserted = next((i for i, t in enumerate(tags) if _PARAMETERS_TAG in t), -1) + 1
+        if index == inserted:
+            return None
+        index -= index > inserted
+    if 0 <= index < len(cells) and cells[index].cell_type == "code" and cells[index].source == source:
+        return sum(1 for c in cells[: index + 1] if c.cell_type == "code")
+    return None
+
+
+def _describe_cell(number: int | None, source: str, exec_count: Any = None) -> str:
+    if number is not None:
+        where = f"cell {number}"
+    elif exec_count is not None:
+        where = f"the cell executed as In [{exec_count}]"
+    else:
+        where = "a cell"
+    code = _first_code_line(source)
+    return f"{where} ({code})" if code else where
+
+
+def _cell_error(exc: Any, notebook: Path) -> ReportError:
+    """A :class:`ReportError` naming the code cell of ``notebook`` that raised (papermill's ``exc``)."""
+    number = _source_cell(notebook, exc.cell_index, exc.source or "")
+    evalue = _one_line(exc.evalue or "")
+    what = f"{exc.ename}: {evalue}" if evalue else str(exc.ename)
+    where = _describe_cell(number, exc.source or "", exc.exec_count)
+    message = _one_line(f"report notebook failed in {where}: {what}", limit=500)
+    return ReportError(message, cell=number, source=_first_code_line(exc.source or ""), ename=exc.ename,
+                       evalue=exc.evalue)
+
+
+def _execution_error(exc: BaseException, notebook: Path, executed: Path) -> ReportError:
+    """A :class:`ReportError` for a kernel that died or hung: the cell it was running, when known.
+
+    papermill saves the executed notebook as each cell starts and stamps its
+    ``start_time``; when the kernel dies it marks the remaining cells
+    completed without one, so the last cell that started is the one the
+    kernel did not finish.
+    """
+    import nbformat
+
+    detail = _one_line(str(exc)) or "no detail"
+    what = f"{type(exc).__name__}: {detail}"
+    number, source = None, None
+    try:
+        nb = nbformat.read(str(executed), as_version=4)
+        started = [i for i, c in enumerate(nb.cells)
+                   if c.cell_type == "code" and c.get("metadata", {}).get("papermill", {}).get("start_time")]
+        if started:
+            cell = nb.cells[started[-1]]
+            number, source = _source_cell(notebook, started[-1], cell.source), cell.source
+    except Exception:  # not started, or no cell running: say what we know
+        pass
+    if source is None:
+        return ReportError(f"report notebook could not be executed: {what}", ename=type(exc).__name__, evalue=detail)
+    message = _one_line(f"report notebook failed in {_describe_cell(number, source)}: {what}", limit=500)
+    return ReportError(message, cell=number, source=_first_code_line(source), ename=type(exc).__name__, evalue=detail)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def notebook_to_html(nb: Any, *, title: str | None = None) -> str:
+    """One self-contained HTML page from an executed notebook: outputs and text only.
+
+    Code cells' input and the In/Out prompts are left out; images are inline
+    (``data:`` URIs) and the template (``capbench_nb/templates/capbench_report``)
+    loads nothing from the network: no require.js, MathJax, mermaid or
+    widget scripts, no remote fonts or style sheets.
+    """
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        template_name=HTML_TEMPLATE,
+        extra_template_basedirs=[str(_template_dir())],
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        embed_images=True,
+    )
+    res = {"metadata": {"name": title}} if title else None
+    body, _ = exporter.from_notebook_node(nb, resources=res)
+    return body
+
+
+# --------------------------------------------------------------------------- publishing
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _publish(staging: Path, out: Path, names: tuple[str, ...]) -> None:
+    """Move ``names`` from ``staging`` over ``out``, each by an atomic rename.
+
+    A reader sees, per file, the old version or the new one.  If a rename
+    fails midway, the files already replaced get their previous versions back
+    (kept as hard links, or copies where links are impossible), so the
+    directory never mixes two reports.
+    """
+    keep = staging / ".previous"
+    keep.mkdir()
+    kept: list[str] = []
+    for name in names:
+        target = out / name
+        if target.exists():
+            try:
+                os.link(target, keep / name)
+            except OSError:
+                shutil.copy2(target, keep / name)
+            kept.append(name)
+    placed: list[str] = []
+    try:
+        for name in names:
+            os.replace(staging / name, out / name)
+            placed.append(name)
+    except BaseException:
+        for name in placed:
+            with contextlib.suppress(OSError):
+                if name in kept:
+                    os.replace(keep / name, out / name)
+                else:
+                    os.unlink(out / name)
+        raise
+    _fsync_dir(out)
+
+
+# --------------------------------------------------------------------------- the build
+
+
+def build_report(
+    run_dir: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    allow_invalid: bool = False,
+    progress: bool | None = None,
+    notebook: str | os.PathLike | None = None,
+) -> Path:
+    """Execute the report notebook on a run and write its outputs.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run directory.
+    out_dir : path-like, optional
+        Where ``report.html``, ``report.ipynb``, ``summary.md`` and
+        ``metrics.json`` go (created if missing); default ``run_dir``.
+    allow_invalid : bool, default False
+        Skip invalid lines of results.jsonl (listed under anomalies) instead of failing.
+    progress : bool, optional
+        papermill's progress bar on stderr; default: when stderr is a terminal.
+    notebook : path-like, optional
+        Another notebook to execute instead of ``run_report.ipynb`` (same
+        parameters: ``run_dir``, ``out_dir``, ``allow_invalid``, ``slices``;
+        it must write ``metrics.json`` and ``summary.md`` into ``out_dir``).
+
+    Returns
+    -------
+    Path
+        The path of ``report.html``.
+
+    Raises
+    ------
+    InvalidRunError
+        The run is invalid; raised before any notebook runs.
+    ReportError
+        A cell raised or the kernel failed; nothing in ``out_dir`` changed.
+    """
+    run = load_run(run_dir, strict=not allow_invalid)  # bad input fails here, before any kernel starts
+    source = Path(notebook) if notebook is not None else find_notebook(REPORT_NOTEBOOK)
+    if not source.is_file():
+        raise FileNotFoundError(2, "no such notebook", str(source))
+    out = Path(out_dir) if out_dir is not None else Path(run_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    staging = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
+    try:
+        parameters = {
+            "run_dir": os.path.abspath(run_dir),
+            "out_dir": str(staging.absolute()),
+            "allow_invalid": bool(allow_invalid),
+            "slices": [],
+        }
+        executed_path = staging / "report.ipynb"
+        try:
+            nb = _execute_notebook(source.absolute(), executed_path, parameters, cwd=staging, progress=progress)
+        except Exception as exc:
+            from papermill.exceptions import PapermillExecutionError
+
+            if isinstance(exc, PapermillExecutionError):
+                raise _cell_error(exc, source) from exc
+            raise _execution_error(exc, source, executed_path) from exc
+        for name in ("metrics.json", "summary.md"):
+            if not (staging / name).is_file():
+                raise ReportError(f"report notebook {source.name} ran but did not write {name} into out_dir")
+        _write_synced(staging / "report.html", notebook_to_html(nb, title=f"{run.run_id} · capbench-nb report"))
+        # write_atomic's temporary files are 0600: give every output the mode open() gave report.html
+        mode = (staging / "report.html").stat().st_mode & 0o777
+        for name in OUTPUT_FILES:
+            os.chmod(staging / name, mode)
+            _fsync_file(staging / name)
+        _publish(staging, out, OUTPUT_FILES)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out / "report.html"
