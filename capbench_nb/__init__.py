@@ -20,8 +20,17 @@ from .metrics import (
     per_task,
     telemetry_aggregates,
 )
+from .comparison import compare_runs
+from .slices import metrics_by, register_slice
 from .stats import wilson_interval
 from .verification import verify
+
+
+def build_report(*args, **kwargs):
+    """Execute the report notebook on a run (see :func:`capbench_nb.reportrun.build_report`)."""
+    from .reportrun import build_report as _build_report  # papermill and nbconvert only when used
+
+    return _build_report(*args, **kwargs)
 
 __all__ = [
     "__version__",
@@ -42,4 +51,8 @@ __all__ = [
     "attempt_counts",
     "telemetry_aggregates",
     "wilson_interval",
+    "metrics_by",
+    "register_slice",
+    "compare_runs",
+    "build_report",
 ]

@@ -1,6 +1,7 @@
 """The ``capbench-nb`` command line.
 
-Exit codes: 0 success; 1 ``verify`` found disagreements; 2 bad input or usage
+Exit codes: 0 success; 1 ``verify`` found disagreements, or ``compare --strict``
+found compatibility warnings; 2 bad input or usage
 (one line on stderr naming file, line and rule; no traceback); 3 ``report``:
 the report notebook failed (one line naming the cell and the exception).
 """
@@ -15,6 +16,7 @@ from ._version import __version__
 from .errors import InvalidRunError
 from .export import write_metrics
 from .loading import load_run
+from .slices import UnknownSliceError
 from .verification import verify
 
 __all__ = ["main"]
@@ -39,10 +41,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("metrics", help="compute every metric and write DIR/metrics.json")
     _add_run_args(p)
+    _add_slice_arg(p)
     p = sub.add_parser("verify", help="recompute from the raw results and report each disagreement with the outputs")
     _add_run_args(p)
     p = sub.add_parser("report", help="execute the report notebook: DIR/report.html, report.ipynb, summary.md, metrics.json")
     _add_run_args(p)
+    _add_slice_arg(p)
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="papermill's progress bar on stderr (default: only on a terminal)")
+    p = sub.add_parser("compare", help="paired comparison of two runs: DIR/comparison.json, .md, .html")
+    p.add_argument("run_a", metavar="RUN_A", help="baseline run directory")
+    p.add_argument("run_b", metavar="RUN_B", help="run compared with the baseline (differences are B minus A)")
+    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: ./comparison)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when the runs are not fully compatible")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed (default 0)")
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="skip invalid lines of results.jsonl in either run, listing each under anomalies")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="papermill's progress bar on stderr (default: only on a terminal)")
     p = sub.add_parser("ingest", help="derive results.jsonl from the attempt directories of a run")
@@ -66,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_slice_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--slice", dest="slices", action="append", default=[], metavar="DIM",
+                   help="also report metrics per value of DIM, a plan label or config key (repeatable)")
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -78,7 +97,7 @@ def _positive(text: str) -> int:
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
     run = load_run(args.run_dir, strict=not args.allow_invalid)
-    path = write_metrics(run, args.out)
+    path = write_metrics(run, args.out, slices=_unique(args.slices))
     invalid = int((run.anomalies["kind"] == "invalid_line").sum())
     if invalid:
         print(f"{PROG}: warning: {invalid} invalid line(s) skipped and listed under anomalies", file=sys.stderr)
@@ -102,7 +121,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from .reportrun import ReportError, build_report
 
     try:
-        path = build_report(args.run_dir, args.out, allow_invalid=args.allow_invalid, progress=args.progress)
+        path = build_report(args.run_dir, args.out, allow_invalid=args.allow_invalid,
+                            slices=_unique(args.slices), progress=args.progress)
     except ReportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_REPORT
@@ -111,6 +131,33 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if invalid:
             print(f"{PROG}: warning: {invalid} invalid line(s) skipped and listed under anomalies", file=sys.stderr)
     print(path)
+    return EXIT_OK
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from .reportrun import ReportError, build_comparison
+
+    out = Path(args.out) if args.out else Path("comparison")
+    try:
+        path = build_comparison(args.run_a, args.run_b, out, allow_invalid=args.allow_invalid, seed=args.seed,
+                                strict=args.strict, progress=args.progress)
+    except ReportError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_REPORT
+    doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    warnings = (doc.get("compatibility") or {}).get("warnings") or []
+    for w in warnings:
+        print(f"{PROG}: warning: [{w.get('code')}] {w.get('message')}", file=sys.stderr)
+    print(path)
+    if warnings and args.strict:
+        print(f"{PROG}: error: {len(warnings)} compatibility warning(s) with --strict", file=sys.stderr)
+        return EXIT_DISAGREE
     return EXIT_OK
 
 
@@ -159,10 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
-               "ingest": _cmd_ingest, "simulate": _cmd_simulate}[args.command]
+               "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare}[args.command]
     try:
         return handler(args)
     except InvalidRunError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except UnknownSliceError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except OSError as exc:  # e.g. an output directory that cannot be written

@@ -162,6 +162,7 @@ def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], 
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, _file_mode(path))  # mkstemp makes 0600; give what open() would have
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
@@ -177,6 +178,16 @@ def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], 
             pass
         raise
     return path
+
+
+def _file_mode(path: Path) -> int:
+    """The mode of the file being replaced, or what ``open()`` gives a new file under the umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -29,6 +29,7 @@ import io
 import json
 import math
 import numbers
+import os
 import posixpath
 import re
 import warnings
@@ -72,6 +73,8 @@ __all__ = [
     "plot_telemetry",
     "show_anomalies",
     "show_provenance",
+    "show_curves",
+    "show_slices",
 ]
 
 #: How a missing telemetry (or cost) value is shown: never as 0.
@@ -675,6 +678,8 @@ _STYLE = """
 .cb .cb-card .cb-detail { font-size: 12px; color: #57606a; }
 .cb .cb-na { color: #6e7781; font-style: italic; }
 .cb .cb-note { color: #57606a; font-size: 13px; }
+.cb tr.cb-small td { color: #6e7781; font-style: italic; }
+.cb td > bdi.cb-id { white-space: nowrap; }
 .cb .cb-warn { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; margin: 0.4em 0; }
 .cb .cb-ok { background: #dafbe1; border: 1px solid #4ac26b; border-radius: 6px; padding: 6px 10px; margin: 0.4em 0; }
 .cb .cb-id, .cb .cb-mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace;
@@ -1172,7 +1177,9 @@ def _evidence_link(base: str, artifact_dir: Any, reference: str) -> _Raw:
     return _Raw(f'<a class="cb-mono" href="{href}">{text}</a>')
 
 
-def show_outcomes(doc: Mapping, run, *, link_base: str | None = None, max_rows: int = 500) -> None:
+def show_outcomes(
+    doc: Mapping, run, *, link_base: str | None = None, report_dir: str | None = None, max_rows: int = 500
+) -> None:
     """Display outcome counts by failure class and stage, and the attempts with a failure stage.
 
     Parameters
@@ -1186,6 +1193,10 @@ def show_outcomes(doc: Mapping, run, *, link_base: str | None = None, max_rows: 
         Prefix of evidence links, as seen from the report; default: the run
         directory as given (``run.path``).  Links are
         ``LINK_BASE/artifact_dir/FILE``, link text the reference itself.
+    report_dir : str, optional
+        Where the report will be read from: links are then relative to it
+        (ignored when ``link_base`` is given), so they work wherever the run
+        and the report are moved together.
     max_rows : int, default 500
         Attempts listed with their evidence; the rest are counted.
     """
@@ -1264,7 +1275,12 @@ def show_outcomes(doc: Mapping, run, *, link_base: str | None = None, max_rows: 
         tids = a["task_id"].astype(object).to_numpy()
         nums = a["attempt"].to_numpy(dtype="int64")
         staged = sorted(staged, key=lambda r: (order.get(tids[r], len(order)), nums[r]))
-        base = link_base if link_base is not None else run.path.as_posix()
+        if link_base is not None:
+            base = link_base
+        elif report_dir is not None:
+            base = posixpath.normpath(os.path.relpath(os.path.abspath(run.path), os.path.abspath(report_dir)))
+        else:
+            base = run.path.as_posix()
         adirs = a["artifact_dir"].astype(object).to_numpy()
         evid = a["evidence"].astype(object).to_numpy()
         erows = []
@@ -1642,3 +1658,107 @@ def show_provenance(doc: Mapping, parameters: Mapping | None = None) -> None:
     else:
         parts.append(_p("No report parameters.", "cb-note"))
     _show("".join(parts))
+
+
+# =========================================================================== curves and slices
+
+
+def show_curves(doc: Mapping) -> None:
+    """Display pass@j and pass^j for j = 1..k (planned prefixes) beside the unbiased estimators.
+
+    Two tables, labelled as the different estimators they are: the planned
+    prefix (the headline's definition, with Wilson intervals and the
+    k-eligible-task counts per j) and the unbiased estimators over all
+    eligible attempts per task (Chen et al. 2021; Yao et al. 2024), which have
+    no interval here.
+    """
+    curves = doc.get("curves") or {}
+    prefix = curves.get("planned_prefix") or []
+    rows = [
+        [str(p.get("j")), fmt_rate(p.get("pass@j") or {}), fmt_rate(p.get("pass^j") or {}),
+         fmt_pct((p.get("pass@j") or {}).get("coverage"))]
+        for p in prefix
+    ]
+    parts = [_table(["j", "pass@j (planned prefix)", "pass^j (planned prefix)", "coverage"], rows,
+                    numeric=(0, 3), caption="Planned prefixes: attempts 1..j of the tasks whose attempts 1..j "
+                                             "are all present and eligible")] if rows else []
+    unbiased = curves.get("unbiased") or {}
+    points = unbiased.get("points") or []
+    if points:
+        urows = [[str(p["j"]), fmt_pct(p["pass@j"]), fmt_pct(p["pass^j"])] for p in points]
+        parts.append(_table(["j", "pass@j (unbiased)", "pass^j (unbiased)"], urows, numeric=(0, 1, 2),
+                            caption=f"A different estimator: unbiased over all eligible attempts of "
+                                    f"{unbiased.get('tasks', 0)} tasks (Chen et al. 2021; Yao et al. 2024)"))
+    else:
+        parts.append(_p("Unbiased estimators: n/a (no task has an eligible attempt).", "cb-note"))
+    _show("".join(parts))
+
+
+def show_slices(doc: Mapping) -> None:
+    """Display, for every slice dimension in the document, a table and a chart of the slice metrics.
+
+    Slices with fewer than ``SMALL_SLICE`` planned tasks are marked *small*:
+    their intervals are wide.  Slice values are run-supplied and escaped.
+    """
+    slices = doc.get("slices") or {}
+    if not slices:
+        _show(_p("No slice dimensions were requested (capbench-nb report --slice DIM).", "cb-note"))
+        return
+    for dim, entries in slices.items():
+        rows, classes = [], []
+        for e in entries:
+            small = bool(e.get("small"))
+            rows.append([
+                _id(e.get("value"), missing="(no value)"),
+                fmt_count(e.get("tasks")),
+                "small" if small else "",
+                fmt_rate(e.get("pass@1") or {}),
+                fmt_rate(e.get("pass@k") or {}),
+                fmt_rate(e.get("pass^k") or {}),
+                fmt_count((e.get("attempts") or {}).get("total")),
+                fmt_count((e.get("attempts") or {}).get("eligible")),
+            ])
+            classes.append("cb-small" if small else "")
+        _show(_p(f"Slices by {dim}", "cb-title") + _table(
+            [str(dim), "tasks", "", "pass@1", "pass@k", "pass^k", "attempts", "eligible"], rows,
+            numeric=(1, 6, 7), caption=f"Metrics per value of {dim}; coverage is within the slice",
+            row_classes=classes))
+        _plot_slices(str(dim), entries, int(doc.get("k") or 1))
+
+
+def _plot_slices(dim: str, entries: list, k: int) -> None:
+    from matplotlib.ticker import PercentFormatter
+
+    shown = entries[:40]
+    if not shown:
+        return
+    with _rc():
+        fig = _figure(10.0, 0.9 + 0.32 * len(shown))
+        ax = fig.subplots()
+        keys = [("pass@1", "pass@1", "#3b75af", -0.22), ("pass@k", f"pass@k (k = {k})", "#2e9e5b", 0.0),
+                ("pass^k", f"pass^k (k = {k})", "#d1495b", 0.22)]
+        for key, label, color, offset in keys:
+            ys, xs, lo, hi = [], [], [], []
+            for i, e in enumerate(shown):
+                m = e.get(key) or {}
+                if _is_null(m.get("value")):
+                    continue
+                ys.append(i + offset)
+                xs.append(float(m["value"]))
+                lo.append(float(m["value"]) - float(m["ci_low"]))
+                hi.append(float(m["ci_high"]) - float(m["value"]))
+            if xs:
+                ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", color=color, ms=4, capsize=3, lw=1, label=label)
+        ax.set_yticks(range(len(shown)))
+        ax.set_yticklabels([_plain_label(e.get("value") if e.get("value") is not None else "(no value)")
+                            + (" (small)" if e.get("small") else "") for e in shown])
+        ax.invert_yaxis()
+        ax.set_xlim(-0.02, 1.02)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_xlabel("rate with 95% Wilson interval")
+        title = f"By {_plain_label(dim)}"
+        if len(entries) > len(shown):
+            title += f" (first {len(shown)} of {len(entries)} values)"
+        ax.set_title(title)
+        ax.legend(loc="lower right", fontsize=8)
+        _show_figure(fig, alt=f"pass@1, pass@k and pass^k with intervals for each value of {dim}")

@@ -32,6 +32,7 @@ from .loading import load_run
 
 __all__ = [
     "build_report",
+    "build_comparison",
     "find_notebook",
     "notebook_to_html",
     "ReportError",
@@ -41,6 +42,8 @@ __all__ = [
 
 #: The report notebook, by file name (see :func:`find_notebook`).
 REPORT_NOTEBOOK = "run_report.ipynb"
+#: The comparison notebook, by file name.
+COMPARE_NOTEBOOK = "compare_runs.ipynb"
 #: What a report build writes into the output directory, in the order they are moved into place.
 OUTPUT_FILES = ("metrics.json", "summary.md", "report.ipynb", "report.html")
 #: The nbconvert template shipped in ``capbench_nb/templates/``.
@@ -379,11 +382,63 @@ def _publish(staging: Path, out: Path, names: tuple[str, ...]) -> None:
 # --------------------------------------------------------------------------- the build
 
 
+def _build(
+    source: Path,
+    out: Path,
+    parameters: dict,
+    *,
+    written: tuple[str, ...],
+    stem: str,
+    title: str,
+    progress: bool | None,
+) -> Path:
+    """Execute ``source`` into a staging folder of ``out`` and publish its outputs.
+
+    ``parameters`` are given to papermill (as data, never spliced into code),
+    with ``out_dir`` set to the staging folder and ``report_dir`` to ``out``;
+    the notebook must write every file of ``written`` there.  The executed
+    notebook is kept as ``<stem>.ipynb`` and converted to ``<stem>.html``.
+    Nothing in ``out`` changes unless every output exists.
+    """
+    if not source.is_file():
+        raise FileNotFoundError(2, "no such notebook", str(source))
+    out.mkdir(parents=True, exist_ok=True)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    outputs = (*written, f"{stem}.ipynb", f"{stem}.html")
+    staging = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
+    try:
+        parameters = {**parameters, "out_dir": str(staging.absolute()), "report_dir": str(out.absolute())}
+        executed_path = staging / f"{stem}.ipynb"
+        try:
+            nb = _execute_notebook(source.absolute(), executed_path, parameters, cwd=staging, progress=progress)
+        except Exception as exc:
+            from papermill.exceptions import PapermillExecutionError
+
+            if isinstance(exc, PapermillExecutionError):
+                raise _cell_error(exc, source) from exc
+            raise _execution_error(exc, source, executed_path) from exc
+        for name in written:
+            if not (staging / name).is_file():
+                raise ReportError(f"notebook {source.name} ran but did not write {name} into out_dir")
+        _write_synced(staging / f"{stem}.html", notebook_to_html(nb, title=title))
+        # write_atomic keeps modes; give every output the mode open() gave the HTML file
+        mode = (staging / f"{stem}.html").stat().st_mode & 0o777
+        for name in outputs:
+            os.chmod(staging / name, mode)
+            _fsync_file(staging / name)
+        _publish(staging, out, outputs)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out / f"{stem}.html"
+
+
 def build_report(
     run_dir: str | os.PathLike,
     out_dir: str | os.PathLike | None = None,
     *,
     allow_invalid: bool = False,
+    slices: list[str] | tuple[str, ...] = (),
     progress: bool | None = None,
     notebook: str | os.PathLike | None = None,
 ) -> Path:
@@ -398,12 +453,14 @@ def build_report(
         ``metrics.json`` go (created if missing); default ``run_dir``.
     allow_invalid : bool, default False
         Skip invalid lines of results.jsonl (listed under anomalies) instead of failing.
+    slices : list of str
+        Slice dimensions (plan labels or config keys) reported per value.
     progress : bool, optional
         papermill's progress bar on stderr; default: when stderr is a terminal.
     notebook : path-like, optional
         Another notebook to execute instead of ``run_report.ipynb`` (same
-        parameters: ``run_dir``, ``out_dir``, ``allow_invalid``, ``slices``;
-        it must write ``metrics.json`` and ``summary.md`` into ``out_dir``).
+        parameters: ``run_dir``, ``out_dir``, ``report_dir``, ``allow_invalid``,
+        ``slices``; it must write ``metrics.json`` and ``summary.md`` into ``out_dir``).
 
     Returns
     -------
@@ -414,44 +471,43 @@ def build_report(
     ------
     InvalidRunError
         The run is invalid; raised before any notebook runs.
+    UnknownSliceError
+        A slice dimension the run does not have; raised before any notebook runs.
     ReportError
         A cell raised or the kernel failed; nothing in ``out_dir`` changed.
     """
-    run = load_run(run_dir, strict=not allow_invalid)  # bad input fails here, before any kernel starts
-    source = Path(notebook) if notebook is not None else find_notebook(REPORT_NOTEBOOK)
-    if not source.is_file():
-        raise FileNotFoundError(2, "no such notebook", str(source))
-    out = Path(out_dir) if out_dir is not None else Path(run_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if progress is None:
-        progress = sys.stderr.isatty()
-    staging = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
-    try:
-        parameters = {
-            "run_dir": os.path.abspath(run_dir),
-            "out_dir": str(staging.absolute()),
-            "allow_invalid": bool(allow_invalid),
-            "slices": [],
-        }
-        executed_path = staging / "report.ipynb"
-        try:
-            nb = _execute_notebook(source.absolute(), executed_path, parameters, cwd=staging, progress=progress)
-        except Exception as exc:
-            from papermill.exceptions import PapermillExecutionError
+    from .slices import slice_values
 
-            if isinstance(exc, PapermillExecutionError):
-                raise _cell_error(exc, source) from exc
-            raise _execution_error(exc, source, executed_path) from exc
-        for name in ("metrics.json", "summary.md"):
-            if not (staging / name).is_file():
-                raise ReportError(f"report notebook {source.name} ran but did not write {name} into out_dir")
-        _write_synced(staging / "report.html", notebook_to_html(nb, title=f"{run.run_id} · capbench-nb report"))
-        # write_atomic's temporary files are 0600: give every output the mode open() gave report.html
-        mode = (staging / "report.html").stat().st_mode & 0o777
-        for name in OUTPUT_FILES:
-            os.chmod(staging / name, mode)
-            _fsync_file(staging / name)
-        _publish(staging, out, OUTPUT_FILES)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return out / "report.html"
+    run = load_run(run_dir, strict=not allow_invalid)  # bad input fails here, before any kernel starts
+    for dim in slices:
+        slice_values(run, dim)
+    source = Path(notebook) if notebook is not None else find_notebook(REPORT_NOTEBOOK)
+    out = Path(out_dir) if out_dir is not None else Path(run_dir)
+    parameters = {"run_dir": os.path.abspath(run_dir), "allow_invalid": bool(allow_invalid), "slices": list(slices)}
+    return _build(source, out, parameters, written=("metrics.json", "summary.md"), stem="report",
+                  title=f"{run.run_id} · capbench-nb report", progress=progress)
+
+
+def build_comparison(
+    run_a: str | os.PathLike,
+    run_b: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    allow_invalid: bool = False,
+    seed: int = 0,
+    strict: bool = False,
+    progress: bool | None = None,
+    notebook: str | os.PathLike | None = None,
+) -> Path:
+    """Execute the comparison notebook on two runs: comparison.json, .md, .ipynb and .html in ``out_dir``.
+
+    Both runs are validated first (bad input raises InvalidRunError before any
+    kernel starts).  Returns the path of ``comparison.html``.
+    """
+    a = load_run(run_a, strict=not allow_invalid)
+    b = load_run(run_b, strict=not allow_invalid)
+    source = Path(notebook) if notebook is not None else find_notebook(COMPARE_NOTEBOOK)
+    parameters = {"run_a": os.path.abspath(run_a), "run_b": os.path.abspath(run_b), "strict": bool(strict),
+                  "seed": int(seed), "allow_invalid": bool(allow_invalid)}
+    return _build(Path(source), Path(out_dir), parameters, written=("comparison.json", "comparison.md"),
+                  stem="comparison", title=f"{b.run_id} vs {a.run_id} · capbench-nb comparison", progress=progress)

@@ -28,13 +28,20 @@ from .loading import Run
 from .metrics import attempt_counts, counted_attempts, pass_at_1, pass_at_k, pass_hat_k
 from .schema import CLASS_KEYS
 
-__all__ = ["register_slice", "unregister_slice", "registered_slices", "slice_values", "metrics_by", "SMALL_SLICE"]
+__all__ = ["UnknownSliceError", "register_slice", "unregister_slice", "registered_slices", "slice_values", "metrics_by", "SMALL_SLICE"]
 
 #: Slices with fewer planned tasks than this are marked ``small``: their
 #: intervals are wide and their point estimates move a lot with one task.
 SMALL_SLICE = 10
 
 _REGISTRY: dict[str, Callable[[Run], Iterable]] = {}
+
+
+class UnknownSliceError(KeyError):
+    """A slice dimension that is neither registered, nor a plan label, nor a config key."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown slice dimension"
 
 _RATES = (("pass@1", None), ("pass@k", pass_at_k), ("pass^k", pass_hat_k))
 _RATE_FIELDS = ("value", "successes", "n", "ci_low", "ci_high", "coverage")
@@ -87,7 +94,7 @@ def slice_values(run: Run, dimension: str) -> pd.Series:
     if dimension in config:
         return pd.Series([config[dimension]] * len(run.plan), index=run.plan.index, dtype=object)
     labels = [c for c in run.plan.columns if c not in ("task_id", "planned_repeats")]
-    raise KeyError(
+    raise UnknownSliceError(
         f"unknown slice dimension {dimension!r}; plan labels: {labels or 'none'}, "
         f"config keys: {sorted(config) or 'none'}, registered: {registered_slices() or 'none'}"
     )

@@ -17,6 +17,7 @@ from typing import Any
 from .errors import InvalidRunError
 from .export import METRICS_FILE, compute_metrics
 from .loading import load_run
+from .slices import UnknownSliceError, slice_values
 
 __all__ = ["Disagreement", "diff_documents", "diff_lines", "verify", "SUMMARY_FILE"]
 
@@ -179,7 +180,20 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     options = provenance.get("options") if isinstance(provenance, dict) else None
     stored_allow = isinstance(options, dict) and options.get("allow_invalid") is True
     run = load_run(run_dir, strict=strict and not stored_allow)
-    recomputed = compute_metrics(run)
+    # The slice dimensions the file was computed with; a derived one registered in a
+    # notebook cannot be recomputed here and shows as a disagreement under /slices.
+    stored_slices = options.get("slices") if isinstance(options, dict) else None
+    dims = [d for d in stored_slices if isinstance(d, str)] if isinstance(stored_slices, list) else []
+    known = []
+    for dim in dims:
+        try:
+            slice_values(run, dim)
+            known.append(dim)
+        except UnknownSliceError:
+            pass
+    recomputed = compute_metrics(run, slices=known)
+    if known != dims:  # keep provenance comparable: the file asked for these
+        recomputed["provenance"]["options"]["slices"] = dims
     problems = diff_documents(found, recomputed, file=str(metrics_path))
     # Changed inputs explain everything else: list them first.
     problems.sort(key=lambda d: not d.pointer.startswith("/provenance/inputs"))
