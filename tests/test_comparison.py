@@ -599,6 +599,6 @@ def test_notebook_executes_with_papermill(tmp_path, kernel_name):
     assert [w["code"] for w in written["compatibility"]["warnings"]] == ["model"]
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    assert any("image/png" in o.get("data", {}) for o in outputs)
+    assert any('src="data:image/png;base64,' in "".join(o.get("data", {}).get("text/html", "")) for o in outputs)
     text = json.dumps([o.get("data", {}) for o in outputs])
     assert "Strict mode" in text
