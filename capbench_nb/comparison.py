@@ -95,6 +95,7 @@ from .evidence import EvidenceError, EvidenceResolver
 from .export import dumps, write_atomic
 from .loading import MANIFEST, RESULTS, Run
 from .metrics import _bool, _prefix_table, counted_attempts
+from .reporting import md_escape  # one escaping rule for every Markdown output
 from .stats import mcnemar_exact, paired_difference_interval
 
 __all__ = [
@@ -571,30 +572,6 @@ def compare_runs(run_a: Run, run_b: Run, *, seed: int = 0, n_boot: int = 2000, c
 
 
 # =========================================================================== Markdown
-
-
-_INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
-)
-_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~#$!{}])")
-
-
-def md_escape(text: Any) -> str:
-    """Escape a run-supplied string for Markdown text and table cells.
-
-    Control characters, bidirectional overrides, zero-width space, BOM and
-    lone surrogates become visible escapes (``\\n``, ``\\u202e``); then every
-    CommonMark/GFM-significant ASCII punctuation character
-    (``\\ ` * _ [ ] < > | & ~ # $ ! { }``) gets a backslash, so the text
-    renders as itself on one line and cannot open emphasis, code, a link,
-    HTML, an entity or a table cell.  None gives ``""``.
-    """
-    if text is None:
-        return ""
-    s = text if isinstance(text, str) else str(text)
-    s = _INVISIBLE.sub(lambda m: _SHORT.get(m.group()) or f"\\u{ord(m.group()):04x}", s)
-    return _MD_SPECIAL.sub(r"\\\1", s)
 
 
 def _label(name: str, k: int) -> str:

@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .export import _fsync_directory
 from .loading import load_run
 
 __all__ = [
@@ -331,19 +332,6 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _publish(staging: Path, out: Path, names: tuple[str, ...]) -> None:
     """Move ``names`` from ``staging`` over ``out``, each by an atomic rename.
 
@@ -376,7 +364,7 @@ def _publish(staging: Path, out: Path, names: tuple[str, ...]) -> None:
                 else:
                     os.unlink(out / name)
         raise
-    _fsync_dir(out)
+    _fsync_directory(out)
 
 
 # --------------------------------------------------------------------------- the build
