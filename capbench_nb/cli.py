@@ -77,7 +77,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to create (must not exist, or be empty)")
     p.add_argument("--artifacts", action="store_true",
                    help="write attempts/<task>/<attempt>/ artifacts (then derive results.jsonl with ingest)")
+    _add_import_parser(sub)
     return parser
+
+
+def _add_import_parser(sub) -> None:
+    p = sub.add_parser("import", help="turn another tool's results into a run directory (inspect_ai, tau-bench)",
+                       description="Write a run directory from another tool's results; every other command then "
+                                   "reads it unchanged. See docs/importers.md for the mappings.")
+    tools = p.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    q = tools.add_parser("inspect", help="inspect_ai logs (.json or .eval; .eval needs capbench-nb[inspect])")
+    q.add_argument("logs", nargs="+", metavar="LOG", help="inspect_ai log files of one model (several tasks allowed)")
+    q.add_argument("--scorer", metavar="NAME", help="scorer whose value decides success (default: the log's first)")
+    _add_import_out(q)
+    q = tools.add_parser("tau-bench", help="a tau-bench results file (JSON list of trials, or JSON lines)")
+    q.add_argument("file", metavar="FILE", help="tau-bench results: [{task_id, trial, reward, info, traj}, ...]")
+    q.add_argument("--suite", metavar="NAME", help="suite name (default: tau-bench), e.g. tau-bench-airline")
+    q.add_argument("--model", metavar="NAME", help="config.model (the file does not record it)")
+    q.add_argument("--run-id", metavar="ID", help="run id (default: tau-bench- and the file's sha256 prefix)")
+    _add_import_out(q)
+
+
+def _add_import_out(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to write (absent or empty)")
+    p.add_argument("--force", action="store_true", help="replace a run directory already at RUN_DIR")
 
 
 def _add_slice_arg(p: argparse.ArgumentParser) -> None:
@@ -202,11 +225,28 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_import(args: argparse.Namespace) -> int:
+    from .importers import import_inspect, import_taubench
+
+    if args.source == "inspect":
+        report = import_inspect(args.logs, args.out, scorer=args.scorer, force=args.force)
+    else:
+        report = import_taubench(args.file, args.out, suite=args.suite, model=args.model, run_id=args.run_id,
+                                 force=args.force)
+    note = f", {report.ineligible} not agent-eligible" if report.ineligible else ""
+    verb = "replaced the run in" if report.replaced else "wrote"
+    print(f"{PROG}: imported {report.attempts} attempt(s) of {report.tasks} task(s){note}; {verb} {report.path}",
+          file=sys.stderr)
+    print(report.path)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
-               "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare}[args.command]
+               "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare,
+               "import": _cmd_import}[args.command]
     try:
         return handler(args)
     except InvalidRunError as exc:
