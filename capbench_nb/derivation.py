@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -208,7 +209,155 @@ class _Check:
             self.fail(pointer, f"{pointer} must be a string")
 
 
+# The checks below build a JSON pointer for every value they look at, which costs more than the
+# checking.  Each ``_*_ok`` function applies the same rules in the same order without pointers and
+# only says whether the document passes; when it does not, the ``_check_*`` function runs to find
+# the first problem and name it.  (Each ``_*_ok`` must pass exactly the documents its ``_check_*``
+# passes: same conditions, same order, so even an exception is raised on the same value.)
+
+
+def _num_ok(value: Any, integer: bool = False) -> bool:
+    if value is None:
+        return True
+    ok = type(value) is int if integer else _is_number(value)
+    return not (not ok or not math.isfinite(value) or value < 0) and not value > MAX_SAFE_NUMBER
+
+
+def _bool_ok(value: Any, nullable: bool = True) -> bool:
+    return (value is None and nullable) or type(value) is bool
+
+
+def _choice_ok(value: Any, options: tuple, nullable: bool = False) -> bool:
+    return (value is None and nullable) or (isinstance(value, str) and value in options)
+
+
+def _obj_ok(value: Any, nullable: bool = False) -> bool:
+    return (value is None and nullable) or isinstance(value, dict)
+
+
+def _attempt_ok(doc: Any) -> bool:
+    if not isinstance(doc, dict):
+        return False
+    if not isinstance(doc.get("task_id"), str) or not doc["task_id"]:
+        return False
+    if type(doc.get("attempt")) is not int or doc["attempt"] < 1:
+        return False
+    setup = doc.get("setup")
+    if not _obj_ok(setup, True):
+        return False
+    if setup and not (_choice_ok(setup.get("status"), ("ok", "failed"), True) and _num_ok(setup.get("duration_ms"))):
+        return False
+    provider = doc.get("provider")
+    if not _obj_ok(provider, True) or (provider and not _bool_ok(provider.get("available"))):
+        return False
+    if not _obj_ok(doc.get("skip"), True):
+        return False
+    agent = doc.get("agent")
+    if not _obj_ok(agent, True):
+        return False
+    if agent and not (_choice_ok(agent.get("status"), ("completed", "timeout", "crashed", "not_started"), True)
+                      and _num_ok(agent.get("task_wall_ms"))):
+        return False
+    recovery = doc.get("recovery")
+    if not _obj_ok(recovery, True):
+        return False
+    if recovery and not (_bool_ok(recovery.get("attempted")) and _bool_ok(recovery.get("succeeded"))):
+        return False
+    shots = doc.get("screenshots")
+    if shots is not None:
+        if not isinstance(shots, list):
+            return False
+        for shot in shots:
+            if not isinstance(shot, dict) or not _num_ok(shot.get("capture_ms")):
+                return False
+    ev = doc.get("evaluation")
+    if not _obj_ok(ev, True):
+        return False
+    if ev:
+        if not _bool_ok(ev.get("judge_enabled")):
+            return False
+        hard = ev.get("hard_assertions")
+        if hard is not None:
+            if not isinstance(hard, list):
+                return False
+            for item in hard:
+                if not isinstance(item, dict) or not _bool_ok(item.get("passed"), False):
+                    return False
+        judge = ev.get("judge")
+        if not _obj_ok(judge, True):
+            return False
+        if judge and not (_choice_ok(judge.get("status"), ("ok", "error"), True)
+                          and _choice_ok(judge.get("verdict"), ("pass", "fail"), True)):
+            return False
+        q = ev.get("quality_score")
+        if q is not None and (not _is_number(q) or not 0 <= q <= 1):
+            return False
+    return True
+
+
+def _episode_ok(doc: Any) -> bool:
+    if not isinstance(doc, dict):
+        return False
+    metrics = doc.get("run_metrics")
+    if not _obj_ok(metrics, True):
+        return False
+    if metrics:
+        for key in _TOKENS + _EPISODE_ONLY:
+            if not _num_ok(metrics.get(key), key != "time_to_first_token_ms"):
+                return False
+    events = doc.get("events")
+    if events is not None:
+        if not isinstance(events, list):
+            return False
+        for event in events:
+            if not isinstance(event, dict):
+                return False
+            kind = event.get("type")
+            if kind is not None and not isinstance(kind, str):
+                return False
+            if kind == "device_action":
+                start, end = event.get("start_ms"), event.get("end_ms")
+                if not _num_ok(start) or not _num_ok(end):
+                    return False
+                if start is not None and end is not None and end < start:
+                    return False
+    return True
+
+
+def _history_ok(doc: Any) -> bool:
+    if not isinstance(doc, dict):
+        return False
+    messages = doc.get("messages")
+    if messages is None:
+        return True
+    if not isinstance(messages, list):
+        return False
+    for msg in messages:
+        if not isinstance(msg, dict):
+            return False
+        usage = msg.get("usage")
+        if not _obj_ok(usage, True):
+            return False
+        if usage:
+            for key in _TOKENS:
+                if not _num_ok(usage.get(key), True):
+                    return False
+        calls = msg.get("tool_calls")
+        if calls is not None:
+            if not isinstance(calls, list):
+                return False
+            for call in calls:
+                if not isinstance(call, dict):
+                    return False
+                name = call.get("name")
+                if name is not None and not isinstance(name, str):
+                    return False
+    return True
+
+
 def _check_attempt(doc: Any, file: str) -> None:
+    if _attempt_ok(doc):
+        return
     c = _Check(file)
     c.obj(doc, "")
     if not isinstance(doc.get("task_id"), str) or not doc["task_id"]:
@@ -262,6 +411,8 @@ def _check_attempt(doc: Any, file: str) -> None:
 
 
 def _check_episode(doc: Any, file: str) -> None:
+    if _episode_ok(doc):
+        return
     c = _Check(file)
     c.obj(doc, "")
     metrics = doc.get("run_metrics")
@@ -284,6 +435,8 @@ def _check_episode(doc: Any, file: str) -> None:
 
 
 def _check_history(doc: Any, file: str) -> None:
+    if _history_ok(doc):
+        return
     c = _Check(file)
     c.obj(doc, "")
     messages = doc.get("messages")
@@ -313,18 +466,36 @@ class Artifacts:
     attempt: dict
     episode: dict | None
     history: dict | None
+    #: ``os.path.realpath(directory)`` when read_artifacts computed it (saves resolving it again).
+    real_directory: str | None = field(default=None, compare=False, repr=False)
 
 
 _ABSENT = object()
 
+#: Real paths already known to the caller (``ingest`` fills it for the run and its attempt
+#: directories while it derives them), so that they are not resolved again per file.
+_KNOWN_REAL: dict[str, str] = {}
 
-def _load_json_file(path: Path, *, required: bool) -> Any:
+
+def _realpath(path: str | os.PathLike) -> str:
+    """``os.path.realpath(path)``, from :data:`_KNOWN_REAL` when the caller knows it."""
+    return _KNOWN_REAL.get(os.fspath(path)) or os.path.realpath(path)
+
+
+def _load_json_file(path: Path, *, required: bool, real_dir: str | None = None) -> Any:
     """Parsed JSON of an artifact file, or ``_ABSENT`` when an optional file does not exist.
 
-    The file must resolve (symlinks followed) inside its attempt directory.
+    The file must resolve (symlinks followed) inside its attempt directory (whose real path,
+    ``real_dir``, the caller may pass).
     """
-    real_dir = os.path.realpath(path.parent)
-    if os.path.lexists(path) and not os.path.realpath(path).startswith(real_dir.rstrip(os.sep) + os.sep):
+    if real_dir is None:
+        real_dir = os.path.realpath(path.parent)
+    try:
+        link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:  # absent (os.path.lexists is False): nothing to check here
+        link = False
+    # Not a symlink: its real path is real_dir/name, inside.  A symlink: resolve it.
+    if link and not os.path.realpath(path).startswith(real_dir.rstrip(os.sep) + os.sep):
         raise InvalidRunError(str(path), "artifact-outside", f"{path.name} resolves outside the attempt directory")
     try:
         raw = path.read_bytes()
@@ -357,16 +528,18 @@ def read_artifacts(directory: str | os.PathLike) -> Artifacts:
         file is not JSON, or a value has the wrong type.
     """
     directory = Path(directory)
-    attempt = _load_json_file(directory / ATTEMPT, required=True)
-    _check_attempt(attempt, str(directory / ATTEMPT))
-    episode = _load_json_file(directory / EPISODE, required=False)
+    real_dir = _realpath(directory)
+    attempt_path, episode_path, history_path = directory / ATTEMPT, directory / EPISODE, directory / HISTORY
+    attempt = _load_json_file(attempt_path, required=True, real_dir=real_dir)
+    _check_attempt(attempt, str(attempt_path))
+    episode = _load_json_file(episode_path, required=False, real_dir=real_dir)
     if episode is not _ABSENT:
-        _check_episode(episode, str(directory / EPISODE))
-    history = _load_json_file(directory / HISTORY, required=False)
+        _check_episode(episode, str(episode_path))
+    history = _load_json_file(history_path, required=False, real_dir=real_dir)
     if history is not _ABSENT:
-        _check_history(history, str(directory / HISTORY))
+        _check_history(history, str(history_path))
     return Artifacts(directory, attempt, None if episode is _ABSENT else episode,
-                     None if history is _ABSENT else history)
+                     None if history is _ABSENT else history, real_directory=real_dir)
 
 
 # --------------------------------------------------------------------------- outcome
@@ -593,7 +766,13 @@ def derive_record(
     outcome = classify(art.attempt, art.episode, judge_default=judge_default)
     telemetry, sources = extract_telemetry(art.attempt, art.episode, art.history, tools=tools)
     cost, cost_source = price_cost(telemetry, model, prices)
-    artifact_dir = Path(os.path.relpath(Path(directory).resolve(), Path(run_dir).resolve())).as_posix()
+    if art.real_directory is not None and os.fspath(art.directory) == os.fspath(directory) \
+            and os.path.isdir(art.real_directory):
+        resolved = art.real_directory  # what Path(directory).resolve() gives, already known
+    else:
+        resolved = Path(directory).resolve()
+    known_run = _KNOWN_REAL.get(os.fspath(run_dir))
+    artifact_dir = Path(os.path.relpath(resolved, known_run or Path(run_dir).resolve())).as_posix()
     record = {
         "task_id": art.attempt["task_id"],
         "attempt": art.attempt["attempt"],
@@ -609,7 +788,7 @@ def derive_record(
         "cost": cost,
         "cost_source": cost_source,
     }
-    resolver = EvidenceResolver(run_dir)
+    resolver = EvidenceResolver(run_dir) if record["evidence"] else None
     for ref in record["evidence"]:  # the rule the loader enforces, checked where the reference is made
         try:
             resolver.resolve(artifact_dir, ref)

@@ -16,10 +16,12 @@ from ._version import __version__
 from .loading import MANIFEST, RESULTS, Run
 from .metrics import (
     METRICS,
+    _prepare,
     attempt_counts,
     counted_attempts,
     per_task,
-    prefix_curve,
+    prefix_rates,
+    shared_preparation,
     telemetry_aggregates,
     unbiased_curve,
 )
@@ -44,29 +46,47 @@ def _scalar(value: Any) -> Any:
     return value
 
 
+def _column_values(column: pd.Series) -> list:
+    """A column as Python scalars, nulls (NA, NaN) as None: what :func:`_scalar` gives, value by value."""
+    array = column.array
+    if isinstance(array, pd.arrays.BooleanArray | pd.arrays.IntegerArray | pd.arrays.FloatingArray):
+        data = array._data
+        missing = array._mask | np.isnan(data) if data.dtype.kind == "f" else array._mask
+    elif isinstance(column.dtype, np.dtype) and column.dtype.kind in "biuf":
+        data = column.to_numpy()
+        missing = np.isnan(data) if data.dtype.kind == "f" else None
+    elif isinstance(column.dtype, pd.StringDtype):
+        return column.to_numpy(dtype="object", na_value=None).tolist()
+    else:
+        return [_scalar(v) for v in column.to_numpy(dtype="object")]
+    values = data.tolist()
+    if missing is not None:
+        for i in np.flatnonzero(missing).tolist():
+            values[i] = None
+    return values
+
+
 def _per_task_entries(table: pd.DataFrame) -> list[dict]:
+    cols = {name: _column_values(table[name]) for name in table.columns}
     entries = []
-    cols = {name: table[name].to_numpy(dtype="object") for name in table.columns}
-    for i in range(len(table)):
-        row = {name: _scalar(values[i]) for name, values in cols.items()}
-        first = row["first_success_attempt"]
+    for task_id, planned, attempts, eligible, successes, k_eligible, first, wall, tokens, cost, oracle in zip(
+        cols["task_id"], cols["planned_repeats"], cols["attempts"], cols["eligible"], cols["successes"],
+        cols["k_eligible"], cols["first_success_attempt"], cols["cost_to_first_success_task_wall_ms"],
+        cols["cost_to_first_success_total_tokens"], cols["cost_to_first_success_cost"], cols["oracle_best_score"],
+    ):
         entries.append(
             {
-                "task_id": row["task_id"],
-                "planned_repeats": row["planned_repeats"],
-                "attempts": row["attempts"],
-                "eligible": row["eligible"],
-                "successes": row["successes"],
-                "k_eligible": row["k_eligible"],
+                "task_id": task_id,
+                "planned_repeats": planned,
+                "attempts": attempts,
+                "eligible": eligible,
+                "successes": successes,
+                "k_eligible": k_eligible,
                 "first_success_attempt": first,
                 "cost_to_first_success": None
                 if first is None
-                else {
-                    "task_wall_ms": row["cost_to_first_success_task_wall_ms"],
-                    "total_tokens": row["cost_to_first_success_total_tokens"],
-                    "cost": row["cost_to_first_success_cost"],
-                },
-                "oracle_best_score": row["oracle_best_score"],
+                else {"task_wall_ms": wall, "total_tokens": tokens, "cost": cost},
+                "oracle_best_score": oracle,
             }
         )
     return entries
@@ -83,13 +103,10 @@ def _anomaly_entries(anomalies: pd.DataFrame) -> list[dict]:
 
 
 def _curves(attempts, plan, k: int) -> dict:
-    prefix = prefix_curve(attempts, plan=plan, k=k)
     points = []
-    for j, group in prefix.groupby("j", sort=True):
-        point = {"j": int(j)}
-        for rec in group.to_dict("records"):
-            point[rec["metric"]] = {f: _scalar(rec[f]) for f in ("value", "successes", "n", "ci_low", "ci_high", "coverage")}
-        points.append(point)
+    for j, at, hat in prefix_rates(attempts, plan=plan, k=k):
+        points.append({"j": int(j), "pass@j": {f: _scalar(v) for f, v in at.to_dict().items()},
+                       "pass^j": {f: _scalar(v) for f, v in hat.to_dict().items()}})
     unbiased = unbiased_curve(attempts, plan=plan)
     return {
         "planned_prefix": points,
@@ -113,9 +130,14 @@ def compute_metrics(run: Run, *, slices: tuple[str, ...] | list[str] = ()) -> di
     from planned prefixes, and the unbiased estimators beside them) and
     ``slices`` (one list per requested dimension).
     """
+    with shared_preparation():  # one pass of preparation for every metric below
+        return _document(run, slices)
+
+
+def _document(run: Run, slices) -> dict:
     plan, k = run.plan, run.k
     attempts = counted_attempts(run.records, plan=plan)
-    observed = int(pd.Index(attempts["task_id"].astype(object)).nunique())
+    observed = int((_prepare(attempts, plan).count() > 0).sum())
     metrics = {name: fn(attempts, plan, k).to_dict() for name, fn in METRICS.items()}
     suite = run.manifest.get("suite")
     counts = run.anomalies["kind"].value_counts()

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import derivation
 from .derivation import PriceTable, ToolConfig, derive_record, load_tool_config, read_artifacts
 from .errors import InvalidRunError
 from .evidence import EvidenceResolver, EvidenceError
@@ -42,9 +44,14 @@ def attempt_directories(run_dir: str | os.PathLike) -> list[Path]:
     if not root.is_dir():
         return []
     found = []
-    for task_dir in sorted(root.iterdir(), key=lambda p: os.fsencode(p.name)):
-        if task_dir.is_dir():
-            found.extend(p for p in sorted(task_dir.iterdir(), key=lambda p: os.fsencode(p.name)) if p.is_dir())
+
+    def subdirectories(path: Path) -> list:  # (entries' is_dir follows symlinks, as Path.is_dir does)
+        with os.scandir(path) as entries:
+            return sorted((e.name for e in entries if e.is_dir()), key=os.fsencode)
+
+    for task in subdirectories(root):
+        task_dir = root / task
+        found.extend(task_dir / name for name in subdirectories(task_dir))
     return found
 
 
@@ -122,6 +129,120 @@ class _Progress:
             print(file=sys.stderr, flush=True)
 
 
+def _real_paths(run_dir: Path, directories: list[Path]) -> dict[str, str]:
+    """``os.path.realpath`` of the run directory and of every attempt directory, at one ``lstat``
+    per directory: below a resolved directory, a name that is not a symlink resolves to itself."""
+    top = os.fspath(run_dir)
+    real: dict[str, str] = {top: os.path.realpath(run_dir)}
+
+    def resolve(path: str) -> str:
+        hit = real.get(path)
+        if hit is None:
+            parent, name = os.path.split(path)
+            if not name or name in (".", "..") or not parent or parent == path:
+                hit = os.path.realpath(path)
+            else:
+                candidate = os.path.join(resolve(parent), name)
+                try:
+                    link = stat.S_ISLNK(os.lstat(candidate).st_mode)
+                except OSError:
+                    link = False
+                hit = os.path.realpath(path) if link else candidate
+            real[path] = hit
+        return hit
+
+    for directory in directories:
+        resolve(os.fspath(directory))
+    return real
+
+
+class _Line:
+    """A derived record as ingest needs it: its ids and its results.jsonl line (or why it has none)."""
+
+    __slots__ = ("task_id", "attempt", "line", "error")
+
+    def __init__(self, record: dict) -> None:
+        self.task_id, self.attempt = record["task_id"], record["attempt"]
+        try:
+            self.line, self.error = record_line(record), None
+        except Exception as exc:  # raised where the lines are joined, in file order
+            self.line, self.error = None, exc
+
+    def __getstate__(self):
+        return self.task_id, self.attempt, self.line, self.error
+
+    def __setstate__(self, state) -> None:
+        self.task_id, self.attempt, self.line, self.error = state
+
+    def text(self) -> str:
+        if self.error is not None:
+            raise self.error
+        return self.line
+
+
+class _Deriver:
+    """Derives the record of one attempt directory: ``(_Line, None)``, or ``(None, exception)``."""
+
+    def __init__(self, run_dir: Path, judge_default, model, tools, prices) -> None:
+        self.run_dir, self.judge_default, self.model, self.tools, self.prices = run_dir, judge_default, model, tools, prices
+
+    def __call__(self, directory: Path) -> tuple[_Line | None, BaseException | None]:
+        try:
+            artifacts = read_artifacts(directory)
+            record = derive_record(directory, run_dir=self.run_dir, judge_default=self.judge_default,
+                                   model=self.model, tools=self.tools, prices=self.prices, artifacts=artifacts)
+        except Exception as exc:  # handed back in directory order, as one process would meet it
+            return None, exc
+        return _Line(record), None
+
+    def batch(self, directories: list[Path]) -> list[tuple[_Line | None, BaseException | None]]:
+        return [self(directory) for directory in directories]
+
+
+#: Below this many attempt directories a process pool costs more than it saves.
+PARALLEL_MIN_DIRECTORIES = 2000
+
+
+def _default_workers(n: int) -> int:
+    if n < PARALLEL_MIN_DIRECTORIES:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
+def _derived(derive: _Deriver, directories: list[Path], workers: int | None):
+    """``(directory, (record, exception))`` for every directory, in order.
+
+    With several workers the directories are split into contiguous batches derived by forked
+    processes; results still come back in directory order, so the caller sees exactly what one
+    process would.  Without ``fork`` (or when the pool fails to start), one process does it all.
+    """
+    import multiprocessing
+
+    workers = _default_workers(len(directories)) if workers is None else max(1, int(workers))
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        from concurrent.futures import ProcessPoolExecutor
+
+        size = max(1, min(500, -(-len(directories) // (4 * workers))))
+        batches = [directories[i:i + size] for i in range(0, len(directories), size)]
+        try:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        except (OSError, ValueError):
+            pool = None
+        if pool is not None:
+            try:
+                for batch, results in zip(batches, pool.map(derive.batch, batches)):
+                    yield from zip(batch, results)
+            finally:  # also when the caller stops at an error: drop the batches not started
+                pool.shutdown(wait=True, cancel_futures=True)
+            return
+    for directory in directories:
+        yield directory, derive(directory)
+
+
 def _backup_path(path: Path) -> Path:
     candidate = path.with_name(path.name + ".bak")
     n = 1
@@ -140,6 +261,7 @@ def ingest_run(
     tools: ToolConfig | None = None,
     prices: PriceTable | None = None,
     progress: bool | None = None,
+    workers: int | None = None,
 ) -> IngestReport:
     """Derive every attempt record of ``run_dir`` and write results.jsonl.
 
@@ -160,6 +282,12 @@ def ingest_run(
         Versioned price table; without it cost stays null.
     progress : bool, optional
         Show progress on stderr; default: when stderr is a terminal.
+    workers : int, optional
+        Processes deriving records in parallel (directories are split into
+        contiguous batches; the records, their order and the errors are those
+        of one process).  Default: one per available CPU, up to 4, for runs
+        of at least 2,000 attempt directories where ``fork`` is available;
+        1 (no process pool) otherwise.
 
     Raises
     ------
@@ -179,36 +307,44 @@ def ingest_run(
 
     directories = attempt_directories(run_dir)
     bar = _Progress(len(directories), progress)
-    records: list[dict] = []
+    records: list[_Line] = []
     errors = 0
     seen: dict[tuple, Path] = {}
-    for done, directory in enumerate(directories, start=1):
-        try:
-            artifacts = read_artifacts(directory)
-            record = derive_record(directory, run_dir=run_dir, judge_default=judge_default, model=model,
-                                   tools=tools, prices=prices, artifacts=artifacts)
-        except InvalidRunError as exc:
-            if not allow_invalid:
+    derive = _Deriver(run_dir, judge_default, model, tools, prices)
+    known = _real_paths(run_dir, directories)
+    derivation._KNOWN_REAL.update(known)
+    try:
+        for done, (directory, outcome) in enumerate(_derived(derive, directories, workers), start=1):
+            record, exc = outcome
+            if exc is not None:
+                if not isinstance(exc, InvalidRunError):
+                    bar.close()
+                    raise exc
+                if not allow_invalid:
+                    bar.close()
+                    raise exc
+                broken = _error_record(directory, run_dir, exc)
+                errors += 1
+                if broken is None:
+                    bar.close()
+                    raise InvalidRunError(str(directory), "artifact-ids",
+                                          f"cannot tell which attempt this is: {exc.message}") from None
+                record = _Line(broken)
+            key = (record.task_id, record.attempt)
+            if key in seen:
                 bar.close()
-                raise
-            record = _error_record(directory, run_dir, exc)
-            errors += 1
-            if record is None:
-                bar.close()
-                raise InvalidRunError(str(directory), "artifact-ids",
-                                      f"cannot tell which attempt this is: {exc.message}") from None
-        key = (record["task_id"], record["attempt"])
-        if key in seen:
-            bar.close()
-            raise InvalidRunError(str(directory / "attempt.json"), "duplicate-attempt",
-                                  f"task {record['task_id']!r} attempt {record['attempt']} is also recorded in {seen[key]}")
-        seen[key] = directory
-        records.append(record)
-        bar.update(done)
+                raise InvalidRunError(str(directory / "attempt.json"), "duplicate-attempt",
+                                      f"task {record.task_id!r} attempt {record.attempt} is also recorded in {seen[key]}")
+            seen[key] = directory
+            records.append(record)
+            bar.update(done)
+    finally:
+        for path in known:
+            derivation._KNOWN_REAL.pop(path, None)
     bar.close()
 
-    records.sort(key=lambda r: (r["task_id"].encode("utf-8", "surrogatepass"), r["attempt"]))
-    text = "".join(record_line(r) for r in records)
+    records.sort(key=lambda r: (r.task_id.encode("utf-8", "surrogatepass"), r.attempt))
+    text = "".join(r.text() for r in records)
     target.parent.mkdir(parents=True, exist_ok=True)
     def check(tmp: Path) -> None:  # what ingest writes, the loader accepts
         try:

@@ -1,11 +1,19 @@
 """Loading and validation of a run directory (spec sections 1-3 and 8).
 
-``load_run`` reads ``manifest.json`` and ``results.jsonl`` once, streaming the
-latter line by line into typed columns (no per-record objects are kept), checks
-every rule of the run format, and returns a :class:`Run`.  A broken rule raises
+``load_run`` reads ``manifest.json`` and ``results.jsonl`` once, checks every
+rule of the run format, and returns a :class:`Run`.  A broken rule raises
 :class:`~capbench_nb.errors.InvalidRunError` naming the file, the physical line
 and the rule; with ``strict=False`` invalid lines are skipped and listed under
 ``Run.anomalies`` instead, never dropped silently.
+
+results.jsonl is read by a columnar fast path (pyarrow's JSON reader, rules
+checked on whole columns) that only accepts valid files, and otherwise by the
+exact streaming reader, line by line into typed columns, which is the reference
+for every error, anomaly and line number (see ``_read_results_fast``).
+
+In the records table, ``telemetry_source`` holds the compact JSON text of the
+record's non-null sources (a null source is no source: pyarrow cannot tell
+``{"x": null}`` from ``{}``, so neither reader does).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InvalidRunError
-from .evidence import EvidenceError, EvidenceResolver, check_relative_path
+from .evidence import EvidenceError, EvidenceResolver, _inside, check_relative_path, parse_pointer
 from .schema import (
     FAILURE_CLASSES,
     FAILURE_STAGES,
@@ -474,7 +483,7 @@ def _record_values(obj: Any, resolver: EvidenceResolver) -> tuple:
         quality,
         cost,
         cost_source,
-        _canonical(source),
+        _canonical({key: value for key, value in source.items() if value is not None}),
         *tele_values,
     )
 
@@ -545,10 +554,569 @@ def _telemetry_dtype(name: str) -> str:
     return "Float64"
 
 
+# --------------------------------------------------------------------------- the columnar fast path
+#
+# A valid results.jsonl is parsed by pyarrow's JSON reader with the explicit schema of a
+# section-3 record, and every rule of sections 3 and 8 is then checked on whole columns.  The
+# fast path only ever *accepts* a file: whenever anything is off (a rule broken, a duplicate, and
+# also whatever pyarrow is more lenient about than the exact reader: NaN tokens, a byte-order
+# mark, several objects on one line, blank lines, ``"telemetry": null``, fields beyond section 3,
+# a negative zero that could have been written ``-0``), it declines and the exact streaming path
+# reads the file, so errors, anomalies and their lines are exactly those of the exact path.
+#
+# The file is read in chunks that end at a newline.  A worker thread reads, hashes and parses
+# chunk i+1 (pyarrow and hashlib release the GIL) while the calling thread checks chunk i.
+
+_FAST_CHUNK = 16 << 20
+_ARROW: dict[str, Any] = {}
+
+
+class _Fallback(Exception):
+    """The fast path declines the file: the exact path decides."""
+
+
+def _arrow() -> dict:
+    """pyarrow, the record schema and the vocabularies (imported on first use)."""
+    if not _ARROW:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.json as pj
+
+        def tele_type(name: str):
+            return pa.bool_() if name in _BOOL else pa.int64() if name in _COUNT else pa.float64()
+
+        schema = pa.schema([
+            ("task_id", pa.large_string()),  # the storage of pandas' string dtype: no cast later
+            ("attempt", pa.int64()),
+            ("artifact_dir", pa.large_string()),
+            ("success", pa.bool_()),
+            ("agent_eligible", pa.bool_()),
+            ("failure_class", pa.string()),
+            ("failure_stage", pa.string()),
+            ("evidence", pa.list_(pa.string())),
+            ("quality_score", pa.float64()),
+            ("telemetry", pa.struct([(name, tele_type(name)) for name in TELEMETRY_FIELDS])),
+            ("telemetry_source", pa.struct([(name, pa.string()) for name in TELEMETRY_FIELDS])),
+            ("cost", pa.float64()),
+            ("cost_source", pa.string()),
+        ])
+        _ARROW.update(
+            pa=pa, pc=pc, pj=pj, schema=schema,
+            parse=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
+            classes=pa.array(_CATEGORIES["failure_class"], pa.string()),
+            stages=pa.array(_CATEGORIES["failure_stage"], pa.string()),
+        )
+    return _ARROW
+
+
+class _ChunkReader:
+    """Reads results.jsonl in chunks ending at a newline; checks the line structure, parses.
+
+    Runs in one worker thread, chunk after chunk; each chunk goes to ``hasher`` (one more thread,
+    so the hash sees the bytes in order) while the next is parsed.
+    """
+
+    def __init__(self, fh, hasher) -> None:
+        self.fh = fh
+        self.hasher = hasher
+        self.offset = 0
+        self.lines = 0
+        self.digest = hashlib.sha256()
+
+    def next(self):
+        """The next chunk's table, or None at the end of the file."""
+        ar = _arrow()
+        self.fh.seek(self.offset)
+        block = self.fh.read(_FAST_CHUNK)
+        if not block:
+            return None
+        if len(block) == _FAST_CHUNK:  # more follows: stop at the last newline
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                raise _Fallback("a line longer than a chunk")
+        else:
+            cut = len(block)
+        view = memoryview(block)[:cut]
+        self.offset += cut
+        self.hasher.submit(self.digest.update, view)
+        data = np.frombuffer(view, dtype=np.uint8)
+        newlines = np.flatnonzero(data == 0x0A)
+        # One JSON object per line and no blank line: every line starts with "{" and ends with "}"
+        # (before an optional "\r").  Then no value can span two lines, and a line holding two
+        # objects shows as more rows than lines.  (This also keeps a leading BOM, and a first line
+        # that is not an object, away from the JSON reader.)
+        if data[0] != 0x7B:
+            raise _Fallback("a line does not start with '{'")
+        ends = newlines
+        if newlines.size and newlines[-1] == data.size - 1:
+            starts = newlines[:-1] + 1
+        else:  # the file's last line has no newline
+            starts = newlines + 1
+            ends = np.append(newlines, data.size)
+        if not (data[starts] == 0x7B).all():
+            raise _Fallback("a line does not start with '{'")
+        before = data[ends - 1]
+        if not (before == 0x7D).all():
+            cr = before == 0x0D
+            if not ((before == 0x7D) | cr).all() or not (data[ends[cr] - 2] == 0x7D).all():
+                raise _Fallback("a line does not end with '}'")
+        plain = data.max() < 0x80
+        table = ar["pj"].read_json(
+            ar["pa"].BufferReader(ar["pa"].py_buffer(view)),
+            read_options=ar["pj"].ReadOptions(use_threads=False, block_size=max(cut + 1, 1 << 20)),
+            parse_options=ar["parse"],
+        )
+        if table.num_rows != ends.size:
+            raise _Fallback("rows and lines differ")
+        if not plain:  # pyarrow copies the bytes of strings as they are: refuse invalid UTF-8
+            table.validate(full=True)
+        self.lines += ends.size
+        return table, _Lines(block, cut, np.append(0, starts), ends)
+
+
+class _Lines:
+    """One chunk: ``block[:size]``, and where each of its lines starts and ends."""
+
+    def __init__(self, block: bytes, size: int, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.block, self.size, self.starts, self.ends = block, size, starts, ends
+
+    def count(self, text: bytes) -> int:
+        return self.block.count(text, 0, self.size)
+
+    def holds(self, text: bytes, i: int | None = None) -> bool:
+        if i is None:
+            return self.block.find(text, 0, self.size) >= 0
+        return self.block.find(text, int(self.starts[i]), int(self.ends[i])) >= 0
+
+
+class _Columns:
+    """The checked columns of every accepted chunk, assembled into the records DataFrame."""
+
+    def __init__(self, resolver: EvidenceResolver) -> None:
+        self.resolver = resolver
+        self.parts: dict[str, list] = {}
+        self.texts: dict[str, dict[str, int]] = {"evidence": {}, "telemetry_source": {}, "cost_source": {}}
+        self.evidence_text: dict[tuple, str] = {}
+
+    def add(self, name: str, value) -> None:
+        self.parts.setdefault(name, []).append(value)
+
+    def text_ids(self, name: str, texts: list[str]) -> np.ndarray:
+        ids = self.texts[name]
+        return np.array([ids.setdefault(t, len(ids)) for t in texts], dtype=np.int64)
+
+    # ---- one chunk
+
+    def check(self, table, lines: _Lines) -> None:
+        ar = _arrow()
+        pa, pc = ar["pa"], ar["pc"]
+        if not table.schema.equals(ar["schema"]):
+            raise _Fallback("schema")
+        col = {name: table.column(name).combine_chunks() for name in table.column_names}
+        n = table.num_rows
+        for name in ("task_id", "attempt", "success", "agent_eligible", "failure_class"):
+            if col[name].null_count:  # required
+                raise _Fallback(f"null {name}")
+        for name in ("telemetry", "telemetry_source", "evidence"):
+            if col[name].null_count:
+                self._absent(name, col[name], lines)
+
+        attempt = col["attempt"].to_numpy()
+        if not ((attempt >= 1) & (attempt <= MAX_SAFE_NUMBER)).all():
+            raise _Fallback("attempt")
+        success = col["success"].to_numpy(zero_copy_only=False)
+        eligible = col["agent_eligible"].to_numpy(zero_copy_only=False)
+        fclass = pc.index_in(col["failure_class"], value_set=ar["classes"])
+        if fclass.null_count:
+            raise _Fallback("failure_class")
+        fclass = fclass.to_numpy(zero_copy_only=False).astype(np.int8)
+        stage_in = col["failure_stage"]
+        stage = pc.index_in(stage_in, value_set=ar["stages"])
+        if stage.null_count != stage_in.null_count:
+            raise _Fallback("failure_stage")
+        stage = pc.fill_null(stage, -1).to_numpy().astype(np.int8)
+
+        quality, quality_null = self._numbers(col["quality_score"], upper=1.0)
+        cost, cost_null = self._numbers(col["cost"])
+        source_null = col["cost_source"].is_null().to_numpy(zero_copy_only=False)
+
+        evidence = col["evidence"]
+        if pc.list_flatten(evidence).null_count:
+            raise _Fallback("null evidence reference")
+        n_evidence = pc.fill_null(pc.list_value_length(evidence), 0).to_numpy()
+
+        # Invariants of section 3, then section 8 (a broken one: the exact path names it).
+        bad = success & ~eligible
+        bad |= success & (fclass != 0)
+        bad |= ~success & (fclass == 0)
+        bad |= ((fclass == 2) | (fclass == 3) | (fclass == 4)) & eligible
+        bad |= (fclass == 1) & ~eligible
+        bad |= (stage >= 0) & (n_evidence == 0)
+        bad |= ~cost_null & source_null
+        if bad.any():
+            raise _Fallback("invariant")
+
+        artifact_dir = col["artifact_dir"]
+        self._check_artifact_dirs(artifact_dir)
+
+        tele = col["telemetry"]
+        for name in TELEMETRY_FIELDS:
+            child = tele.field(name) if not tele.null_count else pc.struct_field(tele, name)
+            if name in _BOOL:
+                mask = child.is_null().to_numpy(zero_copy_only=False)
+                values = pc.fill_null(child, False).to_numpy(zero_copy_only=False)
+            elif name in _COUNT:
+                mask = child.is_null().to_numpy(zero_copy_only=False)
+                values = pc.fill_null(child, 0).to_numpy()
+                if not ((values >= 0) & (values <= MAX_SAFE_NUMBER)).all():
+                    raise _Fallback(name)
+            else:
+                values, mask = self._numbers(child)
+            self.add(name, (values, mask))
+
+        # Evidence: every reference of every record must resolve (spec section 8).
+        rows = np.flatnonzero(n_evidence)
+        evidence_ids = np.full(n, -1, dtype=np.int64)
+        if rows.size < n:
+            evidence_ids[:] = self.text_ids("evidence", ["[]"])[0]
+        if rows.size:
+            texts = []
+            for adir, refs in zip(artifact_dir.take(rows).to_pylist(), evidence.take(rows).to_pylist()):
+                if adir is None:
+                    raise _Fallback("evidence without artifact_dir")
+                for ref in refs:
+                    if not self.resolver.resolves(adir, ref):
+                        raise _Fallback("evidence")
+                key = tuple(refs)
+                text = self.evidence_text.get(key)
+                if text is None:
+                    text = self.evidence_text[key] = _canonical(refs)
+                texts.append(text)
+            evidence_ids[rows] = self.text_ids("evidence", texts)
+
+        self.add("task_id", col["task_id"])
+        self.add("attempt", attempt)
+        self.add("artifact_dir", artifact_dir)
+        self.add("success", success)
+        self.add("agent_eligible", eligible)
+        self.add("failure_class", fclass)
+        self.add("failure_stage", stage)
+        self.add("evidence", evidence_ids)
+        self.add("quality_score", (quality, quality_null))
+        self.add("cost", (cost, cost_null))
+        self.add("cost_source", self._dictionary_ids("cost_source", col["cost_source"]))
+        self.add("telemetry_source", self._source_ids(col["telemetry_source"], n))
+
+    @staticmethod
+    def _absent(name: str, array, lines: _Lines) -> None:
+        """Accept null ``name`` values only where the key is surely absent (it may be), not null (invalid).
+
+        pyarrow reads both as null.  The chunk must hold the text ``"name"`` exactly once per
+        non-null row (the key itself: then no null row holds it), and a null row no ``\\u`` escape
+        (which could spell the key).
+        """
+        key = b'"' + name.encode() + b'"'
+        if lines.count(key) != len(array) - array.null_count:
+            raise _Fallback(f"null {name}")
+        if lines.holds(b"\\u"):
+            for i in np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False)):
+                if lines.holds(b"\\u", i):
+                    raise _Fallback(f"null {name}")
+
+    @staticmethod
+    def _numbers(array, *, upper: float = float(MAX_SAFE_NUMBER)) -> tuple[np.ndarray, np.ndarray]:
+        """Values (nulls as 0.0) and null mask of a float64 column; declines NaN, infinities,
+        negatives, values above ``upper``, and -0.0 (the exact reader reads ``-0`` as 0)."""
+        pc = _arrow()["pc"]
+        mask = array.is_null().to_numpy(zero_copy_only=False)
+        values = pc.fill_null(array, 0.0).to_numpy()
+        if not ((values >= 0.0) & (values <= upper)).all() or np.signbit(values).any():
+            raise _Fallback("number")
+        return values, mask
+
+    @staticmethod
+    def _check_artifact_dirs(array) -> None:
+        """The lexical rule of :func:`~capbench_nb.evidence.check_relative_path`, on a whole column."""
+        pc = _arrow()["pc"]
+        if os.name != "posix":  # other path rules: the exact check, value by value
+            for value in array.drop_null().to_pylist():
+                try:
+                    check_relative_path(value, "artifact_dir")
+                except EvidenceError:
+                    raise _Fallback("artifact_dir") from None
+            return
+        valid = array.drop_null()
+        if not len(valid):
+            return
+        if (pc.any(pc.starts_with(valid, "/")).as_py() or pc.any(pc.starts_with(valid, "\\")).as_py()
+                or pc.any(pc.match_substring(valid, "\x00")).as_py()):
+            raise _Fallback("artifact_dir")
+        if pc.any(pc.match_substring(valid, "..")).as_py() and pc.any(
+                pc.match_substring_regex(valid, r"(^|[/\\])\.\.($|[/\\])")).as_py():
+            raise _Fallback("artifact_dir")
+
+    def _dictionary_ids(self, name: str, array) -> np.ndarray:
+        """Chunk-wide ids of a string column's values (-1 for null)."""
+        pc = _arrow()["pc"]
+        encoded = pc.dictionary_encode(array)
+        ids = self.text_ids(name, encoded.dictionary.to_pylist())
+        index = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
+        return np.where(index >= 0, ids[np.maximum(index, 0)] if ids.size else -1, -1)
+
+    def _source_ids(self, struct, n: int) -> np.ndarray:
+        """Ids of the canonical text of each record's telemetry_source (its non-null entries)."""
+        pc = _arrow()["pc"]
+        key = np.zeros(n, dtype=np.int64)
+        span = 1
+        indices, values = [], []
+        for name in TELEMETRY_FIELDS:
+            child = struct.field(name) if not struct.null_count else pc.struct_field(struct, name)
+            encoded = pc.dictionary_encode(child)
+            index = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64) + 1  # 0: null
+            size = len(encoded.dictionary) + 1
+            if span * size >= 2**62:  # renumber the combinations seen so far
+                _, key = np.unique(key, return_inverse=True)
+                span = int(key.max()) + 1
+            key = key * size + index
+            span *= size
+            indices.append(index)
+            values.append(encoded.dictionary.to_pylist())
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        texts = []
+        for row in first:
+            source = {name: values[i][indices[i][row] - 1]
+                      for i, name in enumerate(TELEMETRY_FIELDS) if indices[i][row]}
+            texts.append(_canonical(source))
+        return self.text_ids("telemetry_source", texts)[inverse.reshape(-1)]
+
+    # ---- the DataFrame
+
+    def frame(self, lines: int) -> pd.DataFrame:
+        pa = _arrow()["pa"]
+        parts = self.parts
+
+        def cat(name: str) -> np.ndarray:
+            return np.concatenate(parts[name])
+
+        def masked(name: str, dtype: str):
+            values = np.concatenate([v for v, _ in parts[name]])
+            mask = np.concatenate([m for _, m in parts[name]])
+            if dtype == "Float64":
+                return pd.arrays.FloatingArray(values, mask)
+            if dtype == "Int64":
+                return pd.arrays.IntegerArray(values, mask)
+            return pd.arrays.BooleanArray(values, mask)
+
+        def strings(name: str):  # what pd.array(values, dtype="string") gives
+            array = pa.chunked_array(parts[name]).combine_chunks()
+            dtype = pd.StringDtype()
+            if dtype.storage == "pyarrow":
+                return pd.arrays.ArrowStringArray(array)
+            return pd.array(array.to_numpy(zero_copy_only=False), dtype=dtype)  # pandas 2: Python storage
+
+        def categorical(name: str, codes: np.ndarray) -> pd.Categorical:
+            texts = list(self.texts[name])
+            # the categories the exact path infers from its values (None included when there is one)
+            categories = pd.Categorical(texts + [None] * bool((codes < 0).any())).categories
+            position = np.asarray(categories.get_indexer(texts), dtype=np.int64)
+            codes = np.where(codes >= 0, position[np.maximum(codes, 0)] if position.size else -1, -1)
+            return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories))
+
+        def fixed(name: str) -> pd.Categorical:
+            dtype = pd.CategoricalDtype(pd.Categorical([], categories=_CATEGORIES[name]).categories)
+            return pd.Categorical.from_codes(cat(name), dtype=dtype)
+
+        attempt = cat("attempt")
+        data: dict[str, Any] = {
+            "line": np.arange(1, lines + 1, dtype="int64"),
+            "task_id": strings("task_id"),
+            "attempt": pd.arrays.IntegerArray(attempt, np.zeros(attempt.size, dtype=bool)),
+            "artifact_dir": strings("artifact_dir"),
+            "success": pd.arrays.BooleanArray(cat("success"), np.zeros(attempt.size, dtype=bool)),
+            "agent_eligible": pd.arrays.BooleanArray(cat("agent_eligible"), np.zeros(attempt.size, dtype=bool)),
+            "failure_class": fixed("failure_class"),
+            "failure_stage": fixed("failure_stage"),
+            "evidence": categorical("evidence", cat("evidence")),
+            "quality_score": masked("quality_score", "Float64"),
+            "cost": masked("cost", "Float64"),
+            "cost_source": categorical("cost_source", cat("cost_source")),
+            "telemetry_source": categorical("telemetry_source", cat("telemetry_source")),
+        }
+        for name in TELEMETRY_FIELDS:
+            data[name] = masked(name, _telemetry_dtype(name))
+        records = pd.DataFrame(data, copy=False)  # the arrays are ours alone
+        # (task_id, attempt) unique; a duplicate is the exact path's to report
+        codes, uniques = pd.factorize(records["task_id"])
+        top = int(attempt.max()) + 1
+        if len(uniques) * top < 2**62:
+            duplicated = pd.Series(codes.astype(np.int64) * top + attempt).duplicated().any()
+        else:
+            duplicated = records.duplicated(["task_id", "attempt"]).any()
+        if duplicated:
+            raise _Fallback("duplicate")
+        return records
+
+
+def _read_results_fast(path: str | os.PathLike, *, run_dir: str | os.PathLike | None) -> tuple[pd.DataFrame, str] | None:
+    """``(records, sha256)`` when the fast path accepts the file (see above), else None."""
+    try:
+        fh = open(path, "rb")
+    except OSError:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    resolver = _MemoResolver(run_dir if run_dir is not None else Path(path).parent)
+    columns = _Columns(resolver)
+    ar = _arrow()
+    try:
+        with fh, ThreadPoolExecutor(max_workers=1) as hasher, ThreadPoolExecutor(max_workers=1) as pool:
+            reader = _ChunkReader(fh, hasher)
+            pending = pool.submit(reader.next)
+            chunks = 0
+            while True:
+                item = pending.result()
+                if item is None:
+                    break
+                pending = pool.submit(reader.next)  # read and parse ahead
+                columns.check(*item)
+                chunks += 1
+            if not chunks:
+                return None  # an empty file: nothing to gain
+            records = columns.frame(reader.lines)
+    except (_Fallback, ar["pa"].ArrowException, OSError, ValueError, EvidenceError):
+        return None
+    return records, "sha256:" + reader.digest.hexdigest()  # the hasher has finished (left its with)
+
+
+class _MemoResolver(EvidenceResolver):
+    """Whether evidence references resolve, as :meth:`EvidenceResolver.resolve` decides, for one load.
+
+    Only success matters here: any failure sends the file to the exact path, whose own resolver
+    gives the reason.  So nothing is formatted, and what repeats is remembered: real paths of
+    directories (``os.path.realpath`` costs one ``lstat`` per component; a path below a resolved
+    directory costs one, as ``realpath(p/name) == realpath(realpath(p)/name)``), artifact roots,
+    checked file names, parsed pointers, and the last file read.
+    """
+
+    def __init__(self, run_dir) -> None:
+        super().__init__(run_dir)
+        self._real: dict[str, str] = {}
+        self._roots: dict[str, str | None] = {}
+        self._names: dict[str, bool] = {}
+        self._pointers: dict[str, list | None] = {}
+        self._last_file: str | None = None
+        self._last_doc: Any = None
+
+    def _realpath(self, path: str) -> str:
+        hit = self._real.get(path)
+        if hit is not None:
+            return hit
+        parent, name = os.path.split(path)
+        if not name or name in (".", "..") or not parent or parent == path or not os.path.isabs(path):
+            real = os.path.realpath(path)
+        else:
+            candidate = os.path.join(self._realpath(parent), name)
+            try:
+                link = stat.S_ISLNK(os.lstat(candidate).st_mode)
+            except OSError:
+                link = False
+            real = os.path.realpath(candidate) if link else candidate
+        self._real[path] = real
+        return real
+
+    def _root(self, artifact_dir: str) -> str | None:
+        """:meth:`artifact_root`, or None where it raises."""
+        if artifact_dir not in self._roots:
+            try:
+                check_relative_path(artifact_dir, "artifact_dir")
+                real = self._realpath(os.path.join(self._real_run_dir, artifact_dir))
+                self._roots[artifact_dir] = real if _inside(real, self._real_run_dir) else None
+            except EvidenceError:
+                self._roots[artifact_dir] = None
+        return self._roots[artifact_dir]
+
+    def _document(self, real_file: str) -> Any:
+        """The file's JSON as :meth:`EvidenceResolver._load` reads it; raises on any failure."""
+        if real_file == self._last_file:
+            return self._last_doc
+        fd = os.open(real_file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            parts = []
+            while True:
+                part = os.read(fd, 1 << 20)
+                if not part:
+                    break
+                parts.append(part)
+        finally:
+            os.close(fd)
+        doc = json.loads(b"".join(parts).decode("utf-8"))
+        self._last_file, self._last_doc = real_file, doc
+        return doc
+
+    def resolves(self, artifact_dir: str | None, reference: str) -> bool:
+        """True where :meth:`EvidenceResolver.resolve` returns, False where it raises."""
+        if artifact_dir is None:
+            return False
+        file, sep, pointer = reference.partition("#")
+        if not sep or not file:
+            return False
+        ok = self._names.get(file)
+        if ok is None:
+            try:
+                check_relative_path(file, "evidence file")
+                ok = True
+            except EvidenceError:
+                ok = False
+            self._names[file] = ok
+        if not ok:
+            return False
+        root = self._root(artifact_dir)
+        if root is None:
+            return False
+        real_file = self._realpath(os.path.join(root, file))
+        if not _inside(real_file, root) or real_file == root:
+            return False
+        if pointer in self._pointers:
+            tokens = self._pointers[pointer]
+        else:
+            try:
+                tokens = parse_pointer(pointer)
+            except EvidenceError:
+                tokens = None
+            self._pointers[pointer] = tokens
+        if tokens is None:
+            return False
+        try:
+            node = self._document(real_file)
+        except Exception:  # unreadable, not UTF-8, not JSON, nested too deeply, ...
+            return False
+        for tok in tokens:  # resolve_pointer's rules, without its messages
+            if isinstance(node, dict):
+                if tok not in node:
+                    return False
+                node = node[tok]
+            elif isinstance(node, list):
+                if not tok.isdigit() or not tok.isascii() or (tok != "0" and tok.startswith("0")):
+                    return False
+                idx = int(tok)
+                if idx >= len(node):
+                    return False
+                node = node[idx]
+            else:
+                return False
+        return True
+
+
 def read_results(
     path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True
 ) -> tuple[pd.DataFrame, list[dict], str]:
     """Read and validate ``results.jsonl``.
+
+    A valid file is read by the columnar fast path (:func:`_read_results_fast`);
+    any file it does not accept, and so every file with an invalid line, is
+    read by the exact streaming path (:func:`_read_results_exact`), which names
+    the first broken rule and its line (or lists every invalid line).  Both
+    give the same records for every file the fast path accepts.
 
     Parameters
     ----------
@@ -571,6 +1139,17 @@ def read_results(
     sha256 : str
         ``"sha256:"`` + hex digest of the bytes read.
     """
+    fast = _read_results_fast(path, run_dir=run_dir)
+    if fast is not None:
+        records, digest = fast
+        return records, [], digest
+    return _read_results_exact(path, run_dir=run_dir, strict=strict)
+
+
+def _read_results_exact(
+    path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True
+) -> tuple[pd.DataFrame, list[dict], str]:
+    """The streaming, per-line validating reader: the reference semantics of :func:`read_results`."""
     file = str(path)
     resolver = EvidenceResolver(run_dir if run_dir is not None else Path(path).parent)
     n_cols = len(RECORD_COLUMNS) - 1 + len(TELEMETRY_FIELDS)
@@ -697,13 +1276,15 @@ def _raise_earliest_duplicate(columns: list[list], lines: list[int], file: str) 
 
 
 def _classify(records: pd.DataFrame, plan: pd.DataFrame) -> pd.Series:
-    planned = pd.Series(plan["planned_repeats"].to_numpy(), index=pd.Index(plan["task_id"].astype(object)))
-    limit = records["task_id"].astype(object).map(planned)
+    planned = plan["planned_repeats"].to_numpy(dtype="float64")
+    codes, uniques = pd.factorize(records["task_id"])  # each distinct task id looked up once
+    where = np.asarray(pd.Index(plan["task_id"].astype(object)).get_indexer(uniques), dtype=np.int64)
+    pos = np.where(codes >= 0, where[np.maximum(codes, 0)], -1) if len(uniques) else np.full(len(codes), -1)
+    limit = np.where(pos >= 0, planned[np.maximum(pos, 0)] if len(planned) else np.nan, np.nan)
     anomaly = np.where(
-        limit.isna().to_numpy(),
+        pos < 0,
         "task_not_in_plan",
-        np.where(records["attempt"].to_numpy(dtype="float64") > limit.to_numpy(dtype="float64"),
-                 "above_planned_repeats", None),
+        np.where(records["attempt"].to_numpy(dtype="float64") > limit, "above_planned_repeats", None),
     )
     return pd.Series(pd.Categorical(anomaly, categories=["above_planned_repeats", "task_not_in_plan"]),
                      index=records.index, name="anomaly")

@@ -11,6 +11,8 @@ never an error.
 from __future__ import annotations
 
 import math
+import threading
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -31,6 +33,10 @@ __all__ = [
     "attempt_counts",
     "telemetry_aggregate",
     "telemetry_aggregates",
+    "prefix_curve",
+    "prefix_rates",
+    "unbiased_curve",
+    "shared_preparation",
     "METRICS",
 ]
 
@@ -85,9 +91,118 @@ def _rate(successes: int, n: int, planned: int, confidence: float) -> Rate:
     )
 
 
-def _planned(plan: pd.DataFrame) -> pd.Series:
-    """``planned_repeats`` indexed by task_id (object index, for fast lookups)."""
-    return pd.Series(plan["planned_repeats"].to_numpy(dtype="int64"), index=pd.Index(plan["task_id"].astype(object)))
+_LOCAL = threading.local()
+
+
+@contextmanager
+def shared_preparation():
+    """Within this block, metric functions given the *same* attempts and plan objects share one
+    preparation pass (plan positions, counted rows, prefix counts) instead of redoing it per call.
+
+    :func:`capbench_nb.export.compute_metrics` computes every metric inside one such block.
+    The objects must not be modified inside it.
+    """
+    previous = getattr(_LOCAL, "memo", None)
+    _LOCAL.memo = {} if previous is None else previous
+    try:
+        yield
+    finally:
+        _LOCAL.memo = previous
+
+
+def _bool(series: pd.Series) -> np.ndarray:
+    return series.to_numpy(dtype="bool", na_value=False)
+
+
+class _Prepared:
+    """The counted attempts of one (attempts, plan) pair as arrays aligned with the plan.
+
+    ``pos`` is each counted row's position in the plan, so per-task quantities are one
+    ``np.bincount`` (or one groupby on integer keys) away, in plan order.
+    """
+
+    def __init__(self, attempts: pd.DataFrame, plan: pd.DataFrame) -> None:
+        self.source, self.plan = attempts, plan
+        self.n_tasks = len(plan)
+        planned = plan["planned_repeats"].to_numpy(dtype="int64")
+        index = pd.Index(plan["task_id"].astype(object))
+        codes, uniques = pd.factorize(attempts["task_id"])
+        if len(uniques):
+            where = np.asarray(index.get_indexer(uniques), dtype=np.int64)
+            pos = np.where(codes >= 0, where[np.maximum(codes, 0)], -1)
+        else:
+            pos = np.full(len(attempts), -1, dtype=np.int64)
+        limit = np.where(pos >= 0, planned[np.maximum(pos, 0)].astype("float64") if len(planned) else np.nan, np.nan)
+        keep = attempts["attempt"].to_numpy(dtype="float64") <= limit  # NaN limit (not planned) is False
+        self.counted = attempts if keep.all() else attempts[keep]
+        self.pos = pos[keep]
+        a = self.counted
+        self.attempt = a["attempt"].to_numpy(dtype="int64")
+        self.eligible = _bool(a["agent_eligible"])
+        self.success = _bool(a["success"])
+        self._prefix: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._cache: dict = {}
+
+    def count(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """Per planned task, the number of counted rows (where ``mask``)."""
+        pos = self.pos if mask is None else self.pos[mask]
+        return np.bincount(pos, minlength=self.n_tasks)
+
+    def prefix(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per planned task, over eligible attempts numbered <= k: their number and their successes."""
+        hit = self._prefix.get(k)
+        if hit is None:
+            m = self.eligible & (self.attempt <= k)
+            hit = self._prefix[k] = (self.count(m), self.count(m & self.success))
+        return hit
+
+    def prefixes(self, k: int) -> None:
+        """:meth:`prefix` for every j = 1..k at once (a task x attempt histogram), when it is small."""
+        k = int(k)
+        if k < 1 or all(j in self._prefix for j in range(1, k + 1)):
+            return
+        width = k + 2  # bucket 0: attempts <= 0, 1..k, k+1: above k
+        if self.n_tasks * width > max(4 * len(self.pos), 1 << 20):
+            return  # prefix(j) one by one instead
+        e = self.eligible
+        bucket = np.clip(self.attempt[e], 0, k + 1)
+        cell = self.pos[e] * width + bucket
+        size = np.bincount(cell, minlength=self.n_tasks * width).reshape(self.n_tasks, width).cumsum(axis=1)
+        won = np.bincount(cell[self.success[e]], minlength=self.n_tasks * width).reshape(self.n_tasks, width).cumsum(axis=1)
+        for j in range(1, k + 1):
+            self._prefix.setdefault(j, (np.ascontiguousarray(size[:, j]), np.ascontiguousarray(won[:, j])))
+
+    def k_eligible(self, k: int) -> np.ndarray:
+        """Per planned task: attempts 1..k all present and eligible."""
+        size, _ = self.prefix(k)
+        return (size == k) & (size > 0)
+
+    def pass_counts(self, k: int) -> tuple[int, int, int]:
+        """``(n, pass@k successes, pass^k successes)`` over the k-eligible tasks."""
+        size, won = self.prefix(k)
+        eligible = (size == k) & (size > 0)
+        return int(eligible.sum()), int((eligible & (won > 0)).sum()), int((eligible & (won == k)).sum())
+
+    def oracle(self, k: int) -> np.ndarray:
+        """Per planned task: the largest non-null quality score among attempts 1..k (NaN if none)."""
+        key = ("oracle", k)
+        if key not in self._cache:
+            m = self.attempt <= k
+            scores = pd.DataFrame({"t": self.pos[m], "q": self.counted["quality_score"].to_numpy(dtype="float64", na_value=np.nan)[m]})
+            best = scores.groupby("t", sort=False)["q"].max()
+            self._cache[key] = best.reindex(pd.RangeIndex(self.n_tasks)).to_numpy(dtype="float64")
+        return self._cache[key]
+
+
+def _prepare(attempts: pd.DataFrame, plan: pd.DataFrame) -> _Prepared:
+    memo = getattr(_LOCAL, "memo", None)
+    if memo is None:
+        return _Prepared(attempts, plan)
+    key = (id(attempts), id(plan))
+    hit = memo.get(key)
+    if hit is None or hit.source is not attempts or hit.plan is not plan:
+        hit = memo[key] = _Prepared(attempts, plan)
+    return hit
 
 
 def counted_attempts(attempts: pd.DataFrame, *, plan: pd.DataFrame) -> pd.DataFrame:
@@ -95,17 +210,11 @@ def counted_attempts(attempts: pd.DataFrame, *, plan: pd.DataFrame) -> pd.DataFr
 
     Returns ``attempts`` itself when nothing needs to go (no copy).
     """
-    limit = attempts["task_id"].astype(object).map(_planned(plan)).to_numpy(dtype="float64")
-    keep = attempts["attempt"].to_numpy(dtype="float64") <= limit  # NaN limit (not planned) is False
-    return attempts if keep.all() else attempts[keep]
-
-
-def _bool(series: pd.Series) -> np.ndarray:
-    return series.to_numpy(dtype="bool", na_value=False)
+    return _prepare(attempts, plan).counted
 
 
 def _prefix_table(attempts: pd.DataFrame, plan: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Per planned task, over eligible attempts 1..k: eligible count and successes."""
+    """Per planned task with an eligible attempt 1..k (in order of appearance): eligible count and successes."""
     a = counted_attempts(attempts, plan=plan)
     mask = (a["attempt"].to_numpy(dtype="int64") <= k) & _bool(a["agent_eligible"])
     sub = a.loc[mask, ["task_id", "success"]]
@@ -113,6 +222,11 @@ def _prefix_table(attempts: pd.DataFrame, plan: pd.DataFrame, k: int) -> pd.Data
         {"task_id": sub["task_id"].astype(object).to_numpy(), "success": _bool(sub["success"]).astype("int64")}
     ).groupby("task_id", sort=False)["success"].agg(["size", "sum"])
     return grouped
+
+
+def _pass_rate(attempts: pd.DataFrame, plan: pd.DataFrame, k: int, confidence: float, *, every: bool) -> Rate:
+    n, at, hat = _prepare(attempts, plan).pass_counts(k)
+    return _rate(hat if every else at, n, len(plan), confidence)
 
 
 def pass_at_1(attempts: pd.DataFrame, *, plan: pd.DataFrame, confidence: float = 0.95) -> Rate:
@@ -169,9 +283,7 @@ def pass_at_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence:
     -------
     Rate
     """
-    table = _prefix_table(attempts, plan, k)
-    eligible = table[table["size"] == k]
-    return _rate(int((eligible["sum"] > 0).sum()), len(eligible), len(plan), confidence)
+    return _pass_rate(attempts, plan, k, confidence, every=False)
 
 
 def pass_hat_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> Rate:
@@ -199,26 +311,7 @@ def pass_hat_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence
     -------
     Rate
     """
-    table = _prefix_table(attempts, plan, k)
-    eligible = table[table["size"] == k]
-    return _rate(int((eligible["sum"] == k).sum()), len(eligible), len(plan), confidence)
-
-
-def _k_eligible_tasks(attempts: pd.DataFrame, plan: pd.DataFrame, k: int) -> pd.Index:
-    table = _prefix_table(attempts, plan, k)
-    return table.index[table["size"].to_numpy() == k]
-
-
-def _oracle_per_task(attempts: pd.DataFrame, plan: pd.DataFrame, k: int) -> pd.Series:
-    """Largest non-null quality_score among attempts 1..k, per k-eligible task (NaN if none)."""
-    tasks = _k_eligible_tasks(attempts, plan, k)
-    a = counted_attempts(attempts, plan=plan)
-    a = a[(a["attempt"].to_numpy(dtype="int64") <= k)]
-    scores = pd.DataFrame(
-        {"task_id": a["task_id"].astype(object).to_numpy(), "q": a["quality_score"].to_numpy(dtype="float64", na_value=np.nan)}
-    )
-    best = scores.groupby("task_id", sort=False)["q"].max()
-    return best.reindex(tasks)
+    return _pass_rate(attempts, plan, k, confidence, every=True)
 
 
 def oracle_best_score_at_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int) -> ScoreMean:
@@ -234,9 +327,11 @@ def oracle_best_score_at_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int
     ScoreMean
         ``value`` None when no k-eligible task has a score.
     """
-    best = _oracle_per_task(attempts, plan, k).dropna()
+    p = _prepare(attempts, plan)
+    best = p.oracle(k)[p.k_eligible(k)]
+    best = best[~np.isnan(best)]
     n = len(best)
-    return ScoreMean(value=math.fsum(best.to_numpy()) / n if n else None, n=n)
+    return ScoreMean(value=math.fsum(best) / n if n else None, n=n)
 
 
 def per_task(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> pd.DataFrame:
@@ -263,62 +358,56 @@ def per_task(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: 
     median_task_wall_ms, median_total_tokens : Float64
         Over the task's eligible attempts (non-null values).
     """
-    a = counted_attempts(attempts, plan=plan)
-    order = pd.Index(plan["task_id"].astype(object))
-    tid = a["task_id"].astype(object).to_numpy()
-    eligible = _bool(a["agent_eligible"])
-    success = _bool(a["success"])
-    num = a["attempt"].to_numpy(dtype="int64")
-    base = pd.DataFrame({"task_id": tid, "eligible": eligible.astype("int64"), "success": success.astype("int64")})
-    g = base.groupby("task_id", sort=False)
-    counts = pd.DataFrame({"attempts": g.size(), "eligible": g["eligible"].sum(), "successes": g["success"].sum()})
-    counts = counts.reindex(order, fill_value=0)
-
-    first = pd.Series(np.where(success, num, np.iinfo("int64").max), index=tid).groupby(level=0, sort=False).min()
-    first = first[first < np.iinfo("int64").max].reindex(order)
+    p = _prepare(attempts, plan)
+    a, pos, num, eligible, success = p.counted, p.pos, p.attempt, p.eligible, p.success
+    tasks = pd.RangeIndex(p.n_tasks)
+    never = np.iinfo("int64").max
+    first = np.full(p.n_tasks, never, dtype="int64")
+    np.minimum.at(first, pos[success], num[success])
+    first = np.where(first < never, first.astype("float64"), np.nan)
 
     out = pd.DataFrame(
         {
             "task_id": plan["task_id"].to_numpy(),
             "planned_repeats": plan["planned_repeats"].to_numpy(dtype="int64"),
-            "attempts": counts["attempts"].to_numpy(dtype="int64"),
-            "eligible": counts["eligible"].to_numpy(dtype="int64"),
-            "successes": counts["successes"].to_numpy(dtype="int64"),
+            "attempts": p.count(),
+            "eligible": p.count(eligible),
+            "successes": p.count(success),
         }
     )
     out["task_id"] = out["task_id"].astype("string")
-    out["k_eligible"] = order.isin(_k_eligible_tasks(attempts, plan, k))
+    out["k_eligible"] = p.k_eligible(k)
     low, high = wilson_interval_array(out["successes"], out["eligible"], confidence=confidence)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = out["successes"].to_numpy() / out["eligible"].to_numpy()
     out["success_rate"] = pd.array(np.where(out["eligible"] > 0, rate, np.nan), dtype="Float64")
     out["success_ci_low"] = pd.array(low, dtype="Float64")
     out["success_ci_high"] = pd.array(high, dtype="Float64")
-    out["first_success_attempt"] = pd.array(first.to_numpy(dtype="float64"), dtype="Int64")
+    out["first_success_attempt"] = pd.array(first, dtype="Int64")
 
     # Cost to first success: eligible attempts numbered up to the first success.
-    first_of = pd.Series(tid).map(first).to_numpy(dtype="float64")
+    first_of = first[pos]
     upto = eligible & (num <= first_of)
     for name, dtype in (("task_wall_ms", "Float64"), ("total_tokens", "Int64"), ("cost", "Float64")):
         column = a[name][upto]
         frame = pd.DataFrame(
             {
-                "task_id": tid[upto],
+                "t": pos[upto],
                 "attempt": num[upto],
                 "v": column.to_numpy(dtype="float64" if dtype == "Float64" else "int64", na_value=0),
                 "null": column.isna().to_numpy(),
             }
-        ).sort_values(["task_id", "attempt"], kind="stable")  # a fixed order keeps float sums reproducible
-        g = frame.groupby("task_id", sort=False)
-        sums = g["v"].sum().astype("object").where(~g["null"].any(), None).reindex(order)
+        ).sort_values(["t", "attempt"], kind="stable")  # a fixed order keeps float sums reproducible
+        g = frame.groupby("t", sort=False)
+        sums = g["v"].sum().astype("object").where(~g["null"].any(), None).reindex(tasks)
         out[f"cost_to_first_success_{name}"] = pd.array(sums.to_numpy(dtype="object"), dtype=dtype)
 
-    oracle = _oracle_per_task(attempts, plan, k).reindex(order)
-    out["oracle_best_score"] = pd.array(oracle.to_numpy(dtype="float64"), dtype="Float64")
+    oracle = np.where(p.k_eligible(k), p.oracle(k), np.nan)
+    out["oracle_best_score"] = pd.array(oracle, dtype="Float64")
 
     for name in ("task_wall_ms", "total_tokens"):
-        vals = pd.DataFrame({"task_id": tid[eligible], "v": a[name][eligible].to_numpy(dtype="float64", na_value=np.nan)})
-        med = vals.dropna().groupby("task_id", sort=False)["v"].median().reindex(order)
+        vals = pd.DataFrame({"t": pos[eligible], "v": a[name].to_numpy(dtype="float64", na_value=np.nan)[eligible]})
+        med = vals.dropna().groupby("t", sort=False)["v"].median().reindex(tasks)
         out[f"median_{name}"] = pd.array(med.to_numpy(dtype="float64"), dtype="Float64")
     return out
 
@@ -333,13 +422,21 @@ def attempt_counts(attempts: pd.DataFrame, *, plan: pd.DataFrame) -> dict:
         "environment", "evaluation", "skipped", "unknown"}}``; every class key
         is always present.
     """
-    a = counted_attempts(attempts, plan=plan)
-    success = _bool(a["success"])
-    classes = a["failure_class"].astype(object).to_numpy()
+    p = _prepare(attempts, plan)
+    a, success = p.counted, p.success
+    column = a["failure_class"]
     by_class = {"success": int(success.sum())}
-    for key in CLASS_KEYS[1:]:
-        by_class[key] = int(((classes == key) & ~success).sum())
-    return {"total": int(len(a)), "eligible": int(_bool(a["agent_eligible"]).sum()), "by_failure_class": by_class}
+    if isinstance(column.dtype, pd.CategoricalDtype):  # one pass over the codes
+        codes = column.cat.codes.to_numpy()
+        tally = np.bincount(codes[~success & (codes >= 0)], minlength=len(column.cat.categories))
+        where = {value: i for i, value in enumerate(column.cat.categories)}
+        for key in CLASS_KEYS[1:]:
+            by_class[key] = int(tally[where[key]]) if key in where else 0
+    else:
+        classes = column.astype(object).to_numpy()
+        for key in CLASS_KEYS[1:]:
+            by_class[key] = int(((classes == key) & ~success).sum())
+    return {"total": int(len(a)), "eligible": int(p.eligible.sum()), "by_failure_class": by_class}
 
 
 def telemetry_aggregate(values: pd.Series) -> dict:
@@ -376,6 +473,15 @@ def telemetry_aggregate(values: pd.Series) -> dict:
     return {"n": n, "nulls": total - n, "sum": exact, "mean": mean, "median": float(median), "p90": float(p90), "min": lo, "max": hi}
 
 
+def _exact_sum(arr: np.ndarray) -> float:
+    """``math.fsum(arr)``; when every value is a non-negative whole number and every partial sum stays
+    below 2**53, a plain float sum is exact, hence the same correctly rounded value, and faster."""
+    if len(arr) and (arr >= 0).all() and float(arr.max()) * len(arr) < 2.0**53 and not np.signbit(arr).any() \
+            and (arr == np.floor(arr)).all():
+        return float(arr.sum())
+    return math.fsum(arr)
+
+
 def telemetry_aggregates(attempts: pd.DataFrame, *, plan: pd.DataFrame) -> dict:
     """Aggregates of every telemetry field over eligible attempts (``setup_ms``: all attempts).
 
@@ -384,9 +490,39 @@ def telemetry_aggregates(attempts: pd.DataFrame, *, plan: pd.DataFrame) -> dict:
     dict
         Field name (spec section 5 order) to :func:`telemetry_aggregate`.
     """
-    a = counted_attempts(attempts, plan=plan)
-    eligible = a[_bool(a["agent_eligible"])]
-    return {name: telemetry_aggregate((a if name in ALL_ATTEMPTS_TELEMETRY else eligible)[name]) for name in TELEMETRY_FIELDS}
+    p = _prepare(attempts, plan)
+    return {name: _aggregate(p.counted[name], None if name in ALL_ATTEMPTS_TELEMETRY else p.eligible)
+            for name in TELEMETRY_FIELDS}
+
+
+def _aggregate(values: pd.Series, rows: np.ndarray | None) -> dict:
+    """:func:`telemetry_aggregate` of ``values[rows]``, without building the subset Series."""
+    if rows is None:
+        rows = np.ones(len(values), dtype=bool)
+    null = values.isna().to_numpy()
+    total = int(rows.sum())
+    keep = rows & ~null
+    n = int(keep.sum())
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return {"n": n, "nulls": total - n, "true": int(values.to_numpy(dtype="bool", na_value=False)[keep].sum()) if n else None}
+    if n == 0:
+        return {"n": 0, "nulls": total, "sum": None, "mean": None, "median": None, "p90": None, "min": None, "max": None}
+    integer = pd.api.types.is_integer_dtype(values.dtype)
+    if integer:
+        arr = values.to_numpy(dtype="int64", na_value=0)[keep]
+        if float(np.abs(arr).max()) * n < 2.0**62:
+            exact = int(arr.sum())
+        else:  # would overflow int64: add as Python integers
+            exact = sum(int(v) for v in arr)
+        mean = exact / n
+        lo, hi = int(arr.min()), int(arr.max())
+    else:
+        arr = values.to_numpy(dtype="float64", na_value=0.0)[keep]
+        exact = _exact_sum(arr)
+        mean = exact / n
+        lo, hi = float(arr.min()), float(arr.max())
+    median, p90 = np.percentile(arr, [50, 90])
+    return {"n": n, "nulls": total - n, "sum": exact, "mean": mean, "median": float(median), "p90": float(p90), "min": lo, "max": hi}
 
 
 #: The headline metric registry: name to a function of (attempts, plan, k).
@@ -414,20 +550,30 @@ def prefix_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confiden
         :class:`Rate` fields.
     """
     rows = []
-    for j in range(1, int(k) + 1):
-        for name, fn in (("pass@j", pass_at_k), ("pass^j", pass_hat_k)):
-            rows.append({"j": j, "metric": name, **fn(attempts, plan=plan, k=j, confidence=confidence).to_dict()})
+    for j, at, hat in prefix_rates(attempts, plan=plan, k=k, confidence=confidence):
+        rows.append({"j": j, "metric": "pass@j", **at.to_dict()})
+        rows.append({"j": j, "metric": "pass^j", **hat.to_dict()})
     return pd.DataFrame(rows, columns=["j", "metric", "value", "successes", "n", "ci_low", "ci_high", "coverage"])
+
+
+def prefix_rates(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> list[tuple[int, Rate, Rate]]:
+    """``[(j, pass@j, pass^j)]`` for j = 1..k: the values of :func:`prefix_curve`, as :class:`Rate` objects."""
+    p = _prepare(attempts, plan)
+    p.prefixes(k)
+    out = []
+    for j in range(1, int(k) + 1):
+        n, at, hat = p.pass_counts(j)
+        out.append((j, _rate(at, n, len(plan), confidence), _rate(hat, n, len(plan), confidence)))
+    return out
 
 
 def _eligible_counts(attempts: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
     """Per planned task with at least one eligible attempt: n eligible attempts and c successes."""
-    a = counted_attempts(attempts, plan=plan)
-    eligible = _bool(a["agent_eligible"])
-    frame = pd.DataFrame(
-        {"task_id": a["task_id"].astype(object).to_numpy()[eligible], "c": _bool(a["success"])[eligible].astype("int64")}
-    )
-    return frame.groupby("task_id", sort=False)["c"].agg(n="size", c="sum")
+    p = _prepare(attempts, plan)
+    n = p.count(p.eligible)
+    c = p.count(p.eligible & p.success)
+    some = n > 0
+    return pd.DataFrame({"n": n[some], "c": c[some]})
 
 
 def unbiased_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, max_j: int | None = None) -> pd.DataFrame:
