@@ -148,12 +148,14 @@ class _Prepared:
         pos = self.pos if mask is None else self.pos[mask]
         return np.bincount(pos, minlength=self.n_tasks)
 
-    def prefix(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def prefix(self, k: int, *, keep: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Per planned task, over eligible attempts numbered <= k: their number and their successes."""
         hit = self._prefix.get(k)
         if hit is None:
             m = self.eligible & (self.attempt <= k)
-            hit = self._prefix[k] = (self.count(m), self.count(m & self.success))
+            hit = (self.count(m), self.count(m & self.success))
+            if keep:
+                self._prefix[k] = hit
         return hit
 
     def prefixes(self, k: int) -> None:
@@ -177,9 +179,9 @@ class _Prepared:
         size, _ = self.prefix(k)
         return (size == k) & (size > 0)
 
-    def pass_counts(self, k: int) -> tuple[int, int, int]:
+    def pass_counts(self, k: int, *, keep: bool = True) -> tuple[int, int, int]:
         """``(n, pass@k successes, pass^k successes)`` over the k-eligible tasks."""
-        size, won = self.prefix(k)
+        size, won = self.prefix(k, keep=keep)
         eligible = (size == k) & (size > 0)
         return int(eligible.sum()), int((eligible & (won > 0)).sum()), int((eligible & (won == k)).sum())
 
@@ -562,7 +564,7 @@ def prefix_rates(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confiden
     p.prefixes(k)
     out = []
     for j in range(1, int(k) + 1):
-        n, at, hat = p.pass_counts(j)
+        n, at, hat = p.pass_counts(j, keep=j == k)  # (a curve over a huge k keeps no table per j)
         out.append((j, _rate(at, n, len(plan), confidence), _rate(hat, n, len(plan), confidence)))
     return out
 
