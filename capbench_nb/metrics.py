@@ -450,29 +450,7 @@ def telemetry_aggregate(values: pd.Series) -> dict:
     and correctly rounded for floats (:func:`math.fsum`), so they do not depend
     on row order.  Boolean: ``{"n", "nulls", "true"}``.
     """
-    total = len(values)
-    present = values.dropna()
-    n = len(present)
-    if pd.api.types.is_bool_dtype(values.dtype):
-        return {"n": n, "nulls": total - n, "true": int(present.to_numpy(dtype="bool").sum()) if n else None}
-    if n == 0:
-        return {"n": 0, "nulls": total, "sum": None, "mean": None, "median": None, "p90": None, "min": None, "max": None}
-    integer = pd.api.types.is_integer_dtype(values.dtype)
-    if integer:
-        arr = present.to_numpy(dtype="int64")
-        if float(np.abs(arr).max()) * n < 2.0**62:
-            exact = int(arr.sum())
-        else:  # would overflow int64: add as Python integers
-            exact = sum(int(v) for v in arr)
-        mean = exact / n
-        lo, hi = int(arr.min()), int(arr.max())
-    else:
-        arr = present.to_numpy(dtype="float64")
-        exact = math.fsum(arr)
-        mean = exact / n
-        lo, hi = float(arr.min()), float(arr.max())
-    median, p90 = np.percentile(arr, [50, 90])
-    return {"n": n, "nulls": total - n, "sum": exact, "mean": mean, "median": float(median), "p90": float(p90), "min": lo, "max": hi}
+    return _aggregate(values, None)
 
 
 def _exact_sum(arr: np.ndarray) -> float:
