@@ -709,7 +709,7 @@ class _Columns:
 
     def check(self, table, lines: _Lines) -> None:
         ar = _arrow()
-        pa, pc = ar["pa"], ar["pc"]
+        pc = ar["pc"]
         if not table.schema.equals(ar["schema"]):
             raise _Fallback("schema")
         col = {name: table.column(name).combine_chunks() for name in table.column_names}

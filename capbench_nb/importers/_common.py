@@ -11,7 +11,6 @@ every record, every evidence reference), and only then renamed into place.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import shutil
