@@ -2,28 +2,77 @@
 
 Data flows one way: raw run -> attempt records (:func:`load_run`) -> metrics
 (:mod:`capbench_nb.metrics`) -> outputs (:mod:`capbench_nb.export`).
+
+The names below are imported on first use (PEP 562), so that ``import
+capbench_nb`` costs nothing beyond what the caller actually touches: a report
+kernel needs the loader and the metrics, not scipy's distributions behind the
+run comparison.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .errors import InvalidRunError
-from .export import compute_metrics, write_metrics
-from .loading import Run, load_run
-from .recorder import RunRecorder
-from .metrics import (
-    Rate,
-    ScoreMean,
-    attempt_counts,
-    oracle_best_score_at_k,
-    pass_at_1,
-    pass_at_k,
-    pass_hat_k,
-    per_task,
-    telemetry_aggregates,
-)
-from .comparison import compare_runs
-from .slices import metrics_by, register_slice
-from .stats import wilson_interval
-from .verification import verify
+
+#: public name -> the module that defines it
+_EXPORTS = {
+    "InvalidRunError": ".errors",
+    "Run": ".loading",
+    "load_run": ".loading",
+    "RunRecorder": ".recorder",
+    "compute_metrics": ".export",
+    "write_metrics": ".export",
+    "verify": ".verification",
+    "Rate": ".metrics",
+    "ScoreMean": ".metrics",
+    "pass_at_1": ".metrics",
+    "pass_at_k": ".metrics",
+    "pass_hat_k": ".metrics",
+    "oracle_best_score_at_k": ".metrics",
+    "per_task": ".metrics",
+    "attempt_counts": ".metrics",
+    "telemetry_aggregates": ".metrics",
+    "wilson_interval": ".stats",
+    "metrics_by": ".slices",
+    "register_slice": ".slices",
+    "compare_runs": ".comparison",
+}
+
+if TYPE_CHECKING:  # static analysers see the eager imports
+    from .comparison import compare_runs
+    from .errors import InvalidRunError
+    from .export import compute_metrics, write_metrics
+    from .loading import Run, load_run
+    from .metrics import (
+        Rate,
+        ScoreMean,
+        attempt_counts,
+        oracle_best_score_at_k,
+        pass_at_1,
+        pass_at_k,
+        pass_hat_k,
+        per_task,
+        telemetry_aggregates,
+    )
+    from .recorder import RunRecorder
+    from .slices import metrics_by, register_slice
+    from .stats import wilson_interval
+    from .verification import verify
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
 
 
 def build_report(*args, **kwargs):
@@ -32,27 +81,5 @@ def build_report(*args, **kwargs):
 
     return _build_report(*args, **kwargs)
 
-__all__ = [
-    "__version__",
-    "InvalidRunError",
-    "Run",
-    "load_run",
-    "RunRecorder",
-    "compute_metrics",
-    "write_metrics",
-    "verify",
-    "Rate",
-    "ScoreMean",
-    "pass_at_1",
-    "pass_at_k",
-    "pass_hat_k",
-    "oracle_best_score_at_k",
-    "per_task",
-    "attempt_counts",
-    "telemetry_aggregates",
-    "wilson_interval",
-    "metrics_by",
-    "register_slice",
-    "compare_runs",
-    "build_report",
-]
+
+__all__ = ["__version__", *_EXPORTS, "build_report"]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import ndtri
-from scipy.stats import binom
+
+# scipy is imported where it is used: scipy.stats alone costs ~0.5 s, which a report
+# kernel (Wilson intervals only, z fixed) would otherwise pay on every run.
 
 __all__ = ["Z_95", "wilson_interval", "wilson_interval_array", "mcnemar_exact", "paired_difference_interval"]
 
@@ -25,6 +26,8 @@ def _z(confidence: float) -> float:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     if confidence == 0.95:
         return Z_95
+    from scipy.special import ndtri
+
     return float(ndtri(0.5 + 0.5 * confidence))
 
 
@@ -146,6 +149,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     m = b + c
     if m == 0:
         return 1.0
+    from scipy.stats import binom
+
     return float(min(1.0, 2.0 * binom.cdf(min(b, c), m, 0.5)))
 
 
