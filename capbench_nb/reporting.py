@@ -830,12 +830,21 @@ def _show_figure(fig, alt: str) -> None:
     1.5x resolution and shown at 100 px per inch, so text stays sharp on
     high-density laptop screens.
     """
-    buf = io.BytesIO()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    width = int(round(fig.get_figwidth() * 100))
+    fig.set_dpi(150)
+    fig.patch.set_facecolor("white")
+    canvas = FigureCanvasAgg(fig)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*[Gg]lyph.*missing.*")
         warnings.filterwarnings("ignore", message=r".*constrained_layout not applied.*")
-        fig.savefig(buf, format="png", dpi=150, metadata={"Software": None}, facecolor="white")
-    width = int(round(fig.get_figwidth() * 100))
+        # One draw, which runs the layout engine too; savefig would draw twice (a dry run for the layout).
+        canvas.draw()
+    image = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buf = io.BytesIO()
+    image.save(buf, format="png")  # no text chunks: same figure, same bytes
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     _show(
         f'<img class="cb-fig" width="{width}" alt="{html_escape(alt, max_len=None)}"'

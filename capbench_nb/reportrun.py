@@ -134,7 +134,7 @@ def own_kernel() -> Iterator[str]:
     # first, which now and then logs "KeyboardInterrupt caught in kernel" there.  Errors in cells
     # reach us through the notebook, and a kernel that dies is reported as such.
     spec["argv"] = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                    "--IPKernelApp.log_level=CRITICAL"]
+                    "--IPKernelApp.log_level=CRITICAL", "--HistoryManager.enabled=False"]
     spec["display_name"] = f"capbench-nb ({sys.executable})"
     spec["env"] = {"MPLBACKEND": "module://matplotlib_inline.backend_inline"}
     with tempfile.TemporaryDirectory(prefix="capbench-nb-kernel-") as tmp:
@@ -155,8 +155,16 @@ def own_kernel() -> Iterator[str]:
 # --------------------------------------------------------------------------- execution
 
 
-def _execute_notebook(notebook: Path, output: Path, parameters: dict, *, cwd: Path, progress: bool) -> Any:
-    """Run ``notebook`` with papermill on :func:`own_kernel`; returns the executed notebook node."""
+def _execute_notebook(notebook: Path, parameters: dict, *, cwd: Path, progress: bool) -> Any:
+    """Run ``notebook`` with papermill on :func:`own_kernel`; returns the executed notebook node.
+
+    papermill writes nothing: the executed notebook stays in memory (no output
+    path, so none is formatted with the parameters either) and the caller
+    writes it once.  Saving after every cell, papermill's default, rewrote the
+    whole notebook with its images some fifty times per report.  Should the
+    kernel die, the exception raised carries the notebook as far as it ran
+    (``exc.capbench_notebook``), which names the cell that was running.
+    """
     import papermill
 
     # papermill's own log (e.g. "Kernel died while waiting for execute reply") would repeat, on
@@ -166,20 +174,48 @@ def _execute_notebook(notebook: Path, output: Path, parameters: dict, *, cwd: Pa
     log.setLevel(logging.CRITICAL)
     try:
         with own_kernel() as kernel_name:
-            return papermill.execute_notebook(
+            nb = papermill.execute_notebook(
                 str(notebook),
-                str(output),
+                None,
                 parameters=parameters,  # papermill writes them as literals into a cell of its own
+                engine_name=_engine_name(),
                 kernel_name=kernel_name,
                 language="python",
                 progress_bar=progress,
-                request_save_on_cell_execute=True,  # marks the running cell, should the kernel die
+                request_save_on_cell_execute=False,
                 log_output=False,
                 cwd=str(cwd),
                 config=_client_config(),
             )
     finally:
         log.setLevel(level)
+    for cell in nb.cells:  # papermill gives its cell a random id, which would differ between two reports
+        if _INJECTED_TAG in cell.get("metadata", {}).get("tags", []):
+            cell["id"] = _INJECTED_TAG
+    return nb
+
+
+_ENGINE = "capbench-nb"
+
+
+def _engine_name() -> str:
+    """The papermill engine of reports (registered on first use): nbclient's, keeping the notebook on failure."""
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    if _ENGINE not in papermill_engines._engines:
+
+        class InMemoryEngine(NBClientEngine):
+            @classmethod
+            def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+                try:
+                    return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+                except BaseException as exc:
+                    with contextlib.suppress(AttributeError, TypeError):
+                        exc.capbench_notebook = nb_man.nb
+                    raise
+
+        papermill_engines.register(_ENGINE, InMemoryEngine)
+    return _ENGINE
 
 
 def _client_config() -> Any:
@@ -201,6 +237,9 @@ def _client_config() -> Any:
         curve = False
     if curve and KernelManager.class_traits().get("transport_encryption") is not None:
         config.KernelManager.transport_encryption = "auto"
+    # The notebook has written (and fsynced) every output by its last cell; a graceful shutdown
+    # would only wait ~0.4 s for the interpreter to tear down pandas and matplotlib.
+    config.NotebookClient.shutdown_kernel = "immediate"
     return config
 
 
@@ -263,21 +302,19 @@ def _cell_error(exc: Any, notebook: Path) -> ReportError:
                        evalue=exc.evalue)
 
 
-def _execution_error(exc: BaseException, notebook: Path, executed: Path) -> ReportError:
+def _execution_error(exc: BaseException, notebook: Path) -> ReportError:
     """A :class:`ReportError` for a kernel that died or hung: the cell it was running, when known.
 
-    papermill saves the executed notebook as each cell starts and stamps its
-    ``start_time``; when the kernel dies it marks the remaining cells
-    completed without one, so the last cell that started is the one the
-    kernel did not finish.
+    papermill stamps each cell's ``start_time`` as it starts; when the kernel
+    dies it marks the remaining cells completed without one, so the last cell
+    that started (in the notebook the exception carries, see
+    :func:`_engine_name`) is the one the kernel did not finish.
     """
-    import nbformat
-
     detail = _one_line(str(exc)) or "no detail"
     what = f"{type(exc).__name__}: {detail}"
     number, source = None, None
     try:
-        nb = nbformat.read(str(executed), as_version=4)
+        nb = getattr(exc, "capbench_notebook", None)
         started = [i for i, c in enumerate(nb.cells)
                    if c.cell_type == "code" and c.get("metadata", {}).get("papermill", {}).get("start_time")]
         if started:
@@ -397,15 +434,17 @@ def _build(
     staging = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
     try:
         parameters = {**parameters, "out_dir": str(staging.absolute()), "report_dir": str(out.absolute())}
-        executed_path = staging / f"{stem}.ipynb"
         try:
-            nb = _execute_notebook(source.absolute(), executed_path, parameters, cwd=staging, progress=progress)
+            nb = _execute_notebook(source.absolute(), parameters, cwd=staging, progress=progress)
         except Exception as exc:
             from papermill.exceptions import PapermillExecutionError
 
             if isinstance(exc, PapermillExecutionError):
                 raise _cell_error(exc, source) from exc
-            raise _execution_error(exc, source, executed_path) from exc
+            raise _execution_error(exc, source) from exc
+        import nbformat
+
+        _write_synced(staging / f"{stem}.ipynb", nbformat.writes(nb))
         for name in written:
             if not (staging / name).is_file():
                 raise ReportError(f"notebook {source.name} ran but did not write {name} into out_dir")

@@ -569,11 +569,6 @@ def test_report_paths_with_quotes_newlines_and_command_substitution(tmp_path, mo
 
 
 @pytest.mark.parametrize("name", ["out{x}", "out{run_dir}"])
-@pytest.mark.xfail(strict=True, reason="BUG: papermill formats its output path with the parameters "
-                   "(papermill.parameterize.parameterize_path: path.format(**parameters)) and the executed notebook "
-                   "is written into OUT/.capbench-report-*.partial/: an output directory whose name holds braces fails "
-                   "with exit 3 'PapermillMissingParameterException: Missing parameter ...', and '{run_dir}' is "
-                   "replaced by the run directory's path. The output path is spliced, not passed as data")
 def test_report_output_directory_with_braces(tmp_path, name):
     run = tmp_path / "run"
     rc, _, err = cli("simulate", "--tasks", "3", "--repeats", "1", "--seed", "1", "--out", run)
@@ -837,9 +832,6 @@ def test_report_html_identical_apart_from_the_injected_cell_id(determinism):
     assert _CELL_ID.sub("CELL", a) == _CELL_ID.sub("CELL", b)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: report.html is not byte-identical across two reports of the same run: "
-                   "papermill gives its injected-parameters cell a random id (uuid4, 8 hex digits) and nbconvert writes "
-                   "it into the page as id=\"cell-id=...\", the only difference, and not a marked generation stamp")
 def test_report_html_is_byte_identical_across_runs(determinism):
     first, second = determinism["outs"]["first"], determinism["outs"]["second"]
     assert (first / "report.html").read_bytes() == (second / "report.html").read_bytes()
