@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ._version import __version__
-from .errors import InvalidRunError
+from .errors import InvalidRunError, _one_line
 from .export import write_metrics
 from .loading import load_run
 from .slices import UnknownSliceError
@@ -176,7 +176,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
     warnings = (doc.get("compatibility") or {}).get("warnings") or []
     for w in warnings:
-        print(f"{PROG}: warning: [{w.get('code')}] {w.get('message')}", file=sys.stderr)
+        # the message quotes manifest strings: controls and bidi overrides shown as escapes
+        print(f"{PROG}: warning: [{_one_line(w.get('code'), 100)}] {_one_line(w.get('message'), 1000)}",
+              file=sys.stderr)
     print(path)
     if warnings and args.strict:
         print(f"{PROG}: error: {len(warnings)} compatibility warning(s) with --strict", file=sys.stderr)

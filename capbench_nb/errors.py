@@ -56,7 +56,9 @@ class InvalidRunError(ValueError):
         return loc
 
     def __str__(self) -> str:
-        return _one_line(f"{self.location}: {self.message} [rule: {self.rule}]", limit=1000)
+        # Each part is capped on its own: a long quoted value never cuts the rule off the line.
+        return (f"{_one_line(self.location, limit=300)}: {_one_line(self.message, limit=700)} "
+                f"[rule: {_one_line(self.rule, limit=100)}]")
 
     def __reduce__(self):  # keep picklable despite keyword-only arguments
         return (_rebuild, (self.file, self.rule, self.message, self.line, self.pointer))

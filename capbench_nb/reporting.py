@@ -645,6 +645,46 @@ def _table(
     return f'<div class="cb-scroll">{table}</div>' if scroll else table
 
 
+def _frame_cell(value: Any) -> Any:
+    if _is_null(value):
+        return NA
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return fmt_count(value)
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.4g}"
+    return _id(value) if isinstance(value, str) else value
+
+
+def show_table(frame: pd.DataFrame, *, caption: str | None = None, max_rows: int = 1000) -> None:
+    """Display a DataFrame as an escaped HTML table (the report's style).
+
+    pandas' own HTML escapes ``< > &`` but leaves control and bidi characters
+    of run-supplied strings raw; here every cell goes through
+    :func:`html_escape`.  Missing values show as n/a, integers with thousands
+    separators, other numbers with 4 significant digits; numeric columns are
+    right-aligned.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The table; its index is not shown.
+    caption : str, optional
+        Shown above the table.
+    max_rows : int, default 1000
+        Rows shown; a note says how many were left out.
+    """
+    numeric = tuple(i for i, c in enumerate(frame.columns)
+                    if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))
+    shown = frame.head(max_rows)
+    rows = [[_frame_cell(v) for v in row] for row in shown.itertuples(index=False, name=None)]
+    html = _table([str(c) for c in frame.columns], rows, numeric=numeric, caption=caption, scroll=True)
+    if len(frame) > max_rows:
+        html += _p(f"First {max_rows:,} of {len(frame):,} rows shown.", "cb-note")
+    _show(html)
+
+
 def _show(html: str) -> None:
     display(HTML(f'<div class="cb">{html}</div>'))
 

@@ -512,7 +512,7 @@ def build_report(
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     parameters = {"run_dir": os.path.abspath(run_dir), "allow_invalid": bool(allow_invalid), "slices": list(slices)}
     return _build(source, out, parameters, written=("metrics.json", "summary.md"), stem="report",
-                  title=f"{run.run_id} · capbench-nb report", progress=progress)
+                  title=f"{_one_line(run.run_id, 120)} · capbench-nb report", progress=progress)
 
 
 def build_comparison(
@@ -537,4 +537,5 @@ def build_comparison(
     parameters = {"run_a": os.path.abspath(run_a), "run_b": os.path.abspath(run_b), "strict": bool(strict),
                   "seed": int(seed), "allow_invalid": bool(allow_invalid)}
     return _build(Path(source), Path(out_dir), parameters, written=("comparison.json", "comparison.md"),
-                  stem="comparison", title=f"{b.run_id} vs {a.run_id} · capbench-nb comparison", progress=progress)
+                  stem="comparison", progress=progress,
+                  title=f"{_one_line(b.run_id, 120)} vs {_one_line(a.run_id, 120)} · capbench-nb comparison")

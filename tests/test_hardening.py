@@ -273,10 +273,6 @@ def test_hostile_report_html_is_escaped(hostile_report):
     assert len(html) < 20_000_000
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the run_id goes into report.html's <title> (reportrun.build_report: "
-                   "title=f'{run.run_id} · capbench-nb report', rendered by nbconvert's template) HTML-escaped but "
-                   "with its control and bidi characters raw (U+202E, ESC), unlike everywhere else in the page where "
-                   "reporting.html_escape makes them visible (\\u202e)")
 def test_report_title_is_escaped(hostile_report):
     html = (hostile_report["out"] / "report.html").read_text(encoding="utf-8")
     title = _TITLE.search(html).group(1)
@@ -377,19 +373,11 @@ def test_hostile_compare_outputs_are_escaped(hostile_compare):
     assert sorted(p.name for p in c["root"].iterdir()) == [c["weird"].name]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: comparison.html shows the flipped tasks (and other tables) as pandas "
-                   "DataFrames, whose HTML escapes < > & but leaves control and bidi characters of task ids raw "
-                   "(NUL, ESC, DEL, C1 \\x9b, U+2028, U+200B, U+FEFF; U+202E likewise), unlike report.html where "
-                   "reporting.html_escape shows them as visible escapes; a NUL also makes the page invalid HTML")
 def test_hostile_compare_html_neutralises_control_and_bidi_characters(hostile_compare):
     html = (hostile_compare["out"] / "comparison.html").read_text(encoding="utf-8")
     assert_no_raw_characters(_TITLE.sub("<title></title>", html, count=1))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `capbench-nb compare` prints each compatibility warning's message raw "
-                   "to stderr (cli._cmd_compare); the message quotes manifest strings with json.dumps(ensure_ascii=False), "
-                   "which escapes C0 controls but not U+202E or C1 controls such as \\x9b (a terminal CSI): run data "
-                   "can reorder or restyle the terminal line. Error lines go through errors._one_line; these do not.")
 def test_hostile_compare_warnings_on_stderr_are_escaped(hostile_compare):
     lines = hostile_compare["stderr"].splitlines()
     assert lines and all(line.startswith("capbench-nb: warning: [") for line in lines), lines
@@ -401,23 +389,15 @@ def test_hostile_compare_warnings_on_stderr_are_escaped(hostile_compare):
 # --------------------------------------------------------------------------- hostile error messages
 
 
-_LONG_VALUE_BUG = pytest.mark.xfail(strict=True, reason=(
-    "BUG: InvalidRunError.__str__ cuts the whole line at 1000 characters (errors._one_line), so a message quoting a "
-    "long run-supplied value in full (artifact_dir, evidence file or pointer: loading/evidence use repr(), not "
-    "_short()) loses its '[rule: ...]' suffix, which the one-line error format promises"))
-
-
 @pytest.mark.parametrize("record,rule", [
     ({"task_id": "t", "attempt": 1, "success": True, "agent_eligible": True,
       "failure_class": "\x1b[2J\x1b[H<script>\u202e" + LONG_TEXT}, "failure-class"),
     ({"task_id": "t", "attempt": "\n\r\u2028" + LONG_TEXT, "success": True, "agent_eligible": True,
       "failure_class": ""}, "attempt"),
     pytest.param({"task_id": "t", "attempt": 1, "success": True, "agent_eligible": True, "failure_class": "",
-                  "artifact_dir": "../\x1b]0;title\x07" + LONG_TEXT}, "artifact-dir", id="artifact-dir",
-                 marks=_LONG_VALUE_BUG),
+                  "artifact_dir": "../\x1b]0;title\x07" + LONG_TEXT}, "artifact-dir", id="artifact-dir"),
     pytest.param({"task_id": "t", "attempt": 1, "success": False, "agent_eligible": True, "failure_class": "agent",
-                  "artifact_dir": ".", "evidence": ["manifest.json#/" + LONG_TEXT]}, "evidence", id="evidence",
-                 marks=_LONG_VALUE_BUG),
+                  "artifact_dir": ".", "evidence": ["manifest.json#/" + LONG_TEXT]}, "evidence", id="evidence"),
 ], ids=["failure-class", "attempt", "artifact-dir", "evidence"])
 def test_error_messages_quoting_run_data_stay_one_clean_line(tmp_path, record, rule):
     manifest_doc = {"schema_version": "capbench.run/1", "run_id": "r", "status": "completed",
