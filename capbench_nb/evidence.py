@@ -8,10 +8,12 @@ checked on real paths, so symlinks cannot escape.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = [
     "EvidenceError",
@@ -20,6 +22,9 @@ __all__ = [
     "split_reference",
     "check_relative_path",
     "EvidenceResolver",
+    "NotARegularFile",
+    "open_input",
+    "read_regular_file",
 ]
 
 _MISSING = object()
@@ -101,6 +106,73 @@ def check_relative_path(path: str, what: str) -> None:
         raise EvidenceError(f"{what} {path!r} contains a NUL character")
 
 
+class NotARegularFile(OSError):
+    """An input path names a FIFO, a socket or (where refused) a device: not read, as reading could block."""
+
+
+def open_input(path: str | os.PathLike, *, devices: bool = True) -> BinaryIO:
+    """Open an input file for reading in binary mode, without ever blocking in ``open()``.
+
+    The file is opened with ``O_NONBLOCK`` (a FIFO without a writer opens at once), checked with
+    ``fstat`` on the open descriptor (no race with a rename), and switched back to blocking
+    reads.  A FIFO or a socket raises :class:`NotARegularFile` (an ``OSError`` whose
+    ``strerror`` says what the file is); so does a character or block device unless ``devices``
+    (``/dev/null`` in place of results.jsonl is an empty run; an endless device is bounded by
+    the readers' size limits).  A directory raises ``IsADirectoryError``, as ``open()`` does.
+    """
+    fd = _open_fd(path, devices)
+    try:
+        return open(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_file(path: str | os.PathLike) -> bytes:
+    """The whole content of a regular file (as :func:`open_input` with ``devices=False``, read at once)."""
+    fd = _open_fd(path, False)
+    try:
+        parts = []
+        while True:
+            part = os.read(fd, 1 << 20)
+            if not part:
+                break
+            parts.append(part)
+    finally:
+        os.close(fd)
+    return b"".join(parts)
+
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | _NONBLOCK
+
+
+def _open_fd(path: str | os.PathLike, devices: bool) -> int:
+    """A read-only descriptor of ``path`` after the checks of :func:`open_input`."""
+    fd = os.open(path, _FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):  # O_NONBLOCK changes nothing for a regular file
+            return fd
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        kind = None
+        if stat.S_ISFIFO(mode):
+            kind = "a named pipe (FIFO)"
+        elif stat.S_ISSOCK(mode):
+            kind = "a socket"
+        elif not devices:
+            kind = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+        if kind is not None:
+            raise NotARegularFile(errno.EINVAL, f"it is {kind}, not a regular file", str(path))
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _inside(child: str, parent: str) -> bool:
     return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
 
@@ -137,8 +209,7 @@ class EvidenceResolver:
         hit = self._cache.get(real_file, _MISSING)
         if hit is _MISSING:
             try:
-                with open(real_file, "rb") as fh:
-                    hit = json.loads(fh.read().decode("utf-8"))
+                hit = json.loads(read_regular_file(real_file).decode("utf-8"))
             except FileNotFoundError:
                 hit = EvidenceError(f"evidence file {shown!r} does not exist")
             except IsADirectoryError:
@@ -147,6 +218,8 @@ class EvidenceResolver:
                 hit = EvidenceError(f"evidence file {shown!r} cannot be read: {exc.strerror}")
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 hit = EvidenceError(f"evidence file {shown!r} is not valid JSON: {exc}")
+            except ValueError:  # Python's limit on the digits of an integer literal (4300 by default)
+                hit = EvidenceError(f"evidence file {shown!r} holds an integer literal too long to read")
             except RecursionError:
                 hit = EvidenceError(f"evidence file {shown!r} is JSON nested too deeply to read")
             if len(self._cache) >= self._cache_size:

@@ -21,7 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,11 +32,14 @@ import numpy as np
 import pandas as pd
 
 from .errors import InvalidRunError
-from .evidence import EvidenceError, EvidenceResolver, _inside, check_relative_path, parse_pointer
+from .evidence import EvidenceError, EvidenceResolver, _inside, check_relative_path, open_input, parse_pointer, read_regular_file
 from .schema import (
     FAILURE_CLASSES,
     FAILURE_STAGES,
     INELIGIBLE_CLASSES,
+    MAX_LINE_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_REPEATS,
     MAX_SAFE_NUMBER,
     RUN_SCHEMA_VERSION,
     RUN_STATUSES,
@@ -167,8 +172,115 @@ class _Bad(Exception):
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+def _max_digits() -> int:
+    """Python's limit on the digits of an integer literal (4300 by default; 0: no limit)."""
+    getter = getattr(sys, "get_int_max_str_digits", None)
+    return getter() if getter is not None else 0
+
+
+class _Marker:
+    """Stands for a token the strict parser refuses, so that a lenient re-parse can locate it."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+
+def _locate_marker(text: str) -> tuple[str, str] | None:
+    """JSON pointer and token of the first NaN/Infinity token or over-long integer in ``text``.
+
+    Only called on text the strict parser refused for one of those (so it is valid JSON
+    otherwise); the text is parsed again with both replaced by markers and walked.
+    """
+    limit = _max_digits()
+
+    def parse_int(digits: str):
+        if limit and len(digits.lstrip("-")) > limit:
+            return _Marker(digits)
+        return int(digits)
+
+    try:
+        doc = json.JSONDecoder(parse_constant=_Marker, parse_int=parse_int).decode(text)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if isinstance(node, _Marker):
+            return pointer, node.token
+        if isinstance(node, dict):
+            items = [(f"{pointer}/{_escape_token(key)}", value) for key, value in node.items()]
+        elif isinstance(node, list):
+            items = [(f"{pointer}/{i}", value) for i, value in enumerate(node)]
+        else:
+            continue
+        stack.extend((value, where) for where, value in reversed(items))
+    return None
+
+
+def _escape_token(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 def _parse_json(text: str) -> Any:
-    return _decoder.decode(text)
+    """Strict JSON: NaN and Infinity tokens refused (``json-nan``), and integer literals longer
+    than Python converts (4300 digits) refused as ``number-too-large`` instead of escaping as a
+    bare ValueError."""
+    try:
+        return _decoder.decode(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        found = _locate_marker(text)
+        if found is None:
+            raise _Bad("number-too-large", f"an integer literal has more than {_max_digits()} digits") from None
+        pointer, token = found
+        raise _Bad(
+            "number-too-large",
+            f"{pointer[1:].replace('/', '.') or 'the value'} is an integer literal of {len(token.lstrip('-'))} "
+            "digits, above 2**53-1",
+        ) from None
+
+
+#: A JSON escape of a UTF-16 surrogate (``\ud800`` to ``\udfff``): the only way a string parsed
+#: from valid UTF-8 can hold a surrogate.  A match is only a hint (a pair is fine, and ``\\ud800``
+#: is no escape); :func:`_find_surrogate` decides.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _find_surrogate(doc: Any) -> tuple[str, str] | None:
+    """JSON pointer and text of the first string (key or value, in document order) that holds a
+    lone surrogate, i.e. is not Unicode text; None when every string is."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if isinstance(node, str):
+            if not node.isascii() and _SURROGATE.search(node):
+                return pointer, node
+        elif isinstance(node, dict):
+            items = []
+            for key, value in node.items():
+                where = f"{pointer}/{_escape_token(key)}"
+                if not key.isascii() and _SURROGATE.search(key):
+                    return where, key
+                items.append((value, where))
+            stack.extend(reversed(items))
+        elif isinstance(node, list):
+            stack.extend(reversed([(value, f"{pointer}/{i}") for i, value in enumerate(node)]))
+    return None
+
+
+def _escaped(text: str) -> str:
+    """``text`` with every non-ASCII character as a Python escape (so surrogates show as ``\\udcff``)."""
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _surrogate_message(pointer: str, text: str) -> str:
+    char = _SURROGATE.search(text).group()
+    shown = _escaped(text if len(text) <= 60 else text[:57] + "...")
+    where = f"the string at {pointer}" if pointer else "the string"
+    return (f"{_escaped(where)} ('{shown}') holds \\u{ord(char):04x}, a lone UTF-16 surrogate escape: "
+            "valid JSON syntax, but not Unicode text")
 
 
 def _is_int(v: Any) -> bool:
@@ -223,19 +335,40 @@ def load_manifest(path: str | os.PathLike) -> dict:
     InvalidRunError
         Naming the rule broken and a JSON pointer to the offending value.
     """
-    file = str(path)
+    return _load_manifest(path)[0]
+
+
+def _read_manifest_bytes(path: str | os.PathLike, file: str) -> bytes:
+    """The bytes of manifest.json: at most MAX_MANIFEST_BYTES, never blocking on a FIFO."""
+    too_large = InvalidRunError(
+        file, "manifest-too-large",
+        f"manifest.json is larger than {MAX_MANIFEST_BYTES >> 20} MiB, the limit this toolkit reads "
+        "(a plan of about half a million tasks); is it a manifest?")
     try:
-        raw = Path(path).read_bytes()
+        with open_input(path) as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_MANIFEST_BYTES:
+                raise too_large
+            raw = fh.read(MAX_MANIFEST_BYTES + 1)  # a device such as /dev/zero never ends
     except FileNotFoundError:
         raise InvalidRunError(file, "manifest-missing", "the run has no manifest.json") from None
     except IsADirectoryError:
         raise InvalidRunError(file, "manifest-unreadable", "manifest.json is a directory, not a file") from None
     except OSError as exc:
         raise InvalidRunError(file, "manifest-unreadable", f"cannot read manifest.json: {exc.strerror}") from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise too_large
+    return raw
+
+
+def _load_manifest(path: str | os.PathLike) -> tuple[dict, bytes]:
+    """:func:`load_manifest`, and the bytes it parsed (their sha256 goes into the provenance)."""
+    file = str(path)
+    raw = _read_manifest_bytes(path, file)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidRunError(file, "utf-8", f"not valid UTF-8 at byte {exc.start}") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InvalidRunError(file, "utf-8", f"not valid UTF-8 at byte {exc.start}", line=line) from None
     if text.startswith("\ufeff"):
         raise InvalidRunError(file, "bom", "the file starts with a byte-order mark; JSON in UTF-8 must not", line=1)
     try:
@@ -243,19 +376,36 @@ def load_manifest(path: str | os.PathLike) -> dict:
     except json.JSONDecodeError as exc:
         raise InvalidRunError(file, "json", f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
     except _Bad as exc:
-        raise InvalidRunError(file, exc.rule, exc.reason) from None
+        found = _locate_marker(text)
+        pointer = found[0] if found is not None else None
+        raise InvalidRunError(file, exc.rule, exc.reason, pointer=pointer) from None
     except RecursionError:
         raise InvalidRunError(file, "json", "JSON nested too deeply") from None
-    validate_manifest(manifest, file=file)
-    return manifest
+    _validate_manifest(manifest, file=file, unicode=bool(_SURROGATE_ESCAPE.search(text)))
+    return manifest, raw
 
 
 def validate_manifest(manifest: Any, *, file: str = MANIFEST) -> None:
-    """Check a parsed manifest against spec sections 2 and 8; raise on the first problem."""
+    """Check a parsed manifest against spec sections 2 and 8; raise on the first problem.
+
+    Beyond the format: every string (key or value) must be Unicode text (no lone surrogate,
+    ``invalid-unicode``), and planned repeats at most :data:`~capbench_nb.schema.MAX_REPEATS`
+    (``repeats-too-large``).
+    """
+    _validate_manifest(manifest, file=file, unicode=True)
+
+
+def _validate_manifest(manifest: Any, *, file: str, unicode: bool) -> None:
+    """:func:`validate_manifest`; ``unicode=False`` skips the surrogate walk (the text holds no
+    surrogate escape, so no string can hold a surrogate)."""
 
     def bad(pointer: str, rule: str, message: str):
         raise _manifest_error(file, pointer, rule, message)
 
+    if unicode:
+        found = _find_surrogate(manifest)
+        if found is not None:
+            bad(found[0], "invalid-unicode", _surrogate_message(found[0], found[1]))
     if not isinstance(manifest, dict):
         bad("", "manifest-type", f"the manifest must be a JSON object, not {_jtype(manifest)}")
     if manifest.get("schema_version") != RUN_SCHEMA_VERSION:
@@ -288,6 +438,9 @@ def validate_manifest(manifest: Any, *, file: str = MANIFEST) -> None:
     override = plan.get("repeats_override")
     if override is not None and (not _is_int(override) or override < 1):
         bad("/plan/repeats_override", "repeats-override", f"repeats_override must be null or an integer >= 1, found {_short(override)}")
+    if override is not None and override > MAX_REPEATS:
+        bad("/plan/repeats_override", "repeats-too-large",
+            f"repeats_override is {_short(override)}, above {MAX_REPEATS}, the most planned attempts of a task this toolkit accepts")
     tasks = plan.get("tasks")
     if not isinstance(tasks, list):
         bad("/plan/tasks", "plan-tasks", f"plan.tasks must be a list of tasks, found {_short(tasks)}")
@@ -308,6 +461,10 @@ def validate_manifest(manifest: Any, *, file: str = MANIFEST) -> None:
         if override is None or "repeats" in task:
             if not _is_int(repeats) or repeats < 1:
                 bad(f"{where}/repeats", "repeats", f"repeats of task {_short(tid)} must be an integer >= 1, found {_short(repeats)}")
+            if repeats > MAX_REPEATS:
+                bad(f"{where}/repeats", "repeats-too-large",
+                    f"repeats of task {_short(tid)} is {_short(repeats)}, above {MAX_REPEATS}, the most planned "
+                    "attempts of a task this toolkit accepts")
     k = plan.get("k")
     if k is not None:
         smallest = override if override is not None else min(t["repeats"] for t in tasks)
@@ -514,9 +671,17 @@ def validate_record(record: Any, *, run_dir: str | os.PathLike, file: str = RESU
         Naming ``file``, ``line`` and the rule broken.
     """
     try:
+        _check_unicode(record)
         _record_values(record, EvidenceResolver(run_dir))
     except _Bad as exc:
         raise InvalidRunError(file, exc.rule, exc.reason, line=line) from None
+
+
+def _check_unicode(obj: Any) -> None:
+    """Refuse a record holding a string that is not Unicode text (a lone surrogate escape)."""
+    found = _find_surrogate(obj)
+    if found is not None:
+        raise _Bad("invalid-unicode", _surrogate_message(*found))
 
 
 def _readable_ids(obj: Any) -> tuple[str | None, int | None]:
@@ -524,7 +689,7 @@ def _readable_ids(obj: Any) -> tuple[str | None, int | None]:
         return None, None
     tid = obj.get("task_id")
     att = obj.get("attempt")
-    return (tid if isinstance(tid, str) else None, att if _is_int(att) and att >= 1 else None)
+    return (tid if isinstance(tid, str) else None, att if _is_int(att) and 1 <= att <= MAX_SAFE_NUMBER else None)
 
 
 _RECORD_DTYPES = {
@@ -960,9 +1125,9 @@ class _Columns:
 def _read_results_fast(path: str | os.PathLike, *, run_dir: str | os.PathLike | None) -> tuple[pd.DataFrame, str] | None:
     """``(records, sha256)`` when the fast path accepts the file (see above), else None."""
     try:
-        fh = open(path, "rb")
+        fh = open_input(path)
     except OSError:
-        return None
+        return None  # the exact path names the problem
     from concurrent.futures import ThreadPoolExecutor
 
     resolver = _MemoResolver(run_dir if run_dir is not None else Path(path).parent)
@@ -1039,17 +1204,7 @@ class _MemoResolver(EvidenceResolver):
         """The file's JSON as :meth:`EvidenceResolver._load` reads it; raises on any failure."""
         if real_file == self._last_file:
             return self._last_doc
-        fd = os.open(real_file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        try:
-            parts = []
-            while True:
-                part = os.read(fd, 1 << 20)
-                if not part:
-                    break
-                parts.append(part)
-        finally:
-            os.close(fd)
-        doc = json.loads(b"".join(parts).decode("utf-8"))
+        doc = json.loads(read_regular_file(real_file).decode("utf-8"))  # a FIFO: refused, not waited for
         self._last_file, self._last_doc = real_file, doc
         return doc
 
@@ -1167,7 +1322,7 @@ def _read_results_exact(
                         "reason": reason, "rule": rule})
 
     try:
-        fh = open(path, "rb")
+        fh = open_input(path)
     except FileNotFoundError:
         raise InvalidRunError(file, "results-missing", "the run has no results.jsonl") from None
     except IsADirectoryError:
@@ -1178,9 +1333,20 @@ def _read_results_exact(
     with fh:
         try:
             lineno = 0
-            for raw in fh:
-                digest.update(raw)
+            readline = fh.readline
+            while True:
+                raw = readline(MAX_LINE_BYTES + 1)  # a line that never ends is not read to the end
+                if not raw:
+                    break
                 lineno += 1
+                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                    if strict:
+                        _raise_earliest_duplicate(columns, lines, file)
+                    raise InvalidRunError(
+                        file, "line-too-long",
+                        f"the line is longer than {MAX_LINE_BYTES >> 20} MiB, the limit this toolkit reads (a record "
+                        "is a few hundred bytes); the file is refused as a whole", line=lineno)
+                digest.update(raw)
                 stripped = raw.strip()
                 if not stripped:
                     continue
@@ -1214,6 +1380,11 @@ def _read_results_exact(
                 except RecursionError:
                     fail(lineno, "json", "JSON nested too deeply")
                     continue
+                if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+                    found = _find_surrogate(obj)
+                    if found is not None:  # its ids are no text either: none are kept
+                        fail(lineno, "invalid-unicode", _surrogate_message(*found))
+                        continue
                 try:
                     values = _record_values(obj, resolver)
                 except _Bad as exc:
@@ -1335,12 +1506,12 @@ def load_run(path: str | os.PathLike, *, strict: bool = True) -> Run:
         raise InvalidRunError(str(run_dir), "run-dir", "not a directory; give the run directory")
     manifest_path = run_dir / MANIFEST
     results_path = run_dir / RESULTS
-    manifest = load_manifest(manifest_path)
+    manifest, manifest_bytes = _load_manifest(manifest_path)
     plan = plan_frame(manifest)
     records, invalid, results_hash = read_results(results_path, run_dir=run_dir, strict=strict)
     records["anomaly"] = _classify(records, plan)
     anomalies = _anomaly_frame(records, plan, invalid)
-    hashes = {MANIFEST: sha256_file(manifest_path), RESULTS: results_hash}
+    hashes = {MANIFEST: "sha256:" + hashlib.sha256(manifest_bytes).hexdigest(), RESULTS: results_hash}
     return Run(
         path=run_dir,
         manifest=manifest,

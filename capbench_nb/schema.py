@@ -17,6 +17,9 @@ __all__ = [
     "ALL_ATTEMPTS_TELEMETRY",
     "ANOMALY_KINDS",
     "MAX_SAFE_NUMBER",
+    "MAX_REPEATS",
+    "MAX_LINE_BYTES",
+    "MAX_MANIFEST_BYTES",
 ]
 
 RUN_SCHEMA_VERSION = "capbench.run/1"
@@ -69,3 +72,17 @@ ANOMALY_KINDS = ("above_planned_repeats", "task_not_in_plan", "invalid_line")
 #: JSON reader in any language represents exactly.  Larger values are refused as
 #: invalid input rather than silently rounded.
 MAX_SAFE_NUMBER = 2**53 - 1
+
+#: Largest planned repeats of a task (and ``repeats_override``).  The reliability curves hold
+#: one point per j = 1..k, so k sets the size of metrics.json (about 400 bytes per j) and the
+#: time to compute it.  Ten thousand attempts of one task is far beyond any agent benchmark
+#: run; a plan above it is refused (``repeats-too-large``), never truncated.
+MAX_REPEATS = 10_000
+
+#: Longest line of results.jsonl, in bytes (its newline not included): 128 MiB.  A record is a
+#: few hundred bytes; a longer line (such as a file that never ends, ``/dev/zero``) is refused
+#: (``line-too-long``) instead of being read until memory runs out.
+MAX_LINE_BYTES = 128 << 20
+
+#: Largest manifest.json, in bytes: 64 MiB (about half a million plan tasks with labels).
+MAX_MANIFEST_BYTES = 64 << 20

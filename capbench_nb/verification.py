@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidRunError
+from .evidence import read_regular_file
 from .export import METRICS_FILE, compute_metrics
 from .loading import load_run
 from .slices import UnknownSliceError, slice_values
@@ -41,7 +42,10 @@ class Disagreement:
         def show(v: Any) -> str:
             if v is _ABSENT:
                 return "nothing"
-            text = json.dumps(v, ensure_ascii=True)
+            try:
+                text = json.dumps(v, ensure_ascii=True)
+            except (RecursionError, ValueError):  # a hostile file: too deep, or an integer too long
+                return "(a value too deeply nested or too long to show)"
             return text if len(text) <= 80 else text[:77] + "..."
 
         if not self.pointer.startswith("line "):
@@ -169,13 +173,21 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     metrics_path = out / METRICS_FILE
     try:
-        found = json.loads(metrics_path.read_bytes().decode("utf-8"))
+        # A regular file only: a FIFO would block, a device such as /dev/zero never end.
+        found = json.loads(read_regular_file(metrics_path).decode("utf-8"))
     except FileNotFoundError:
         raise InvalidRunError(str(metrics_path), "metrics-missing", "no metrics.json to verify; run `capbench-nb metrics` first") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise InvalidRunError(str(metrics_path), "metrics-unreadable", f"cannot read metrics.json: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise InvalidRunError(str(metrics_path), "metrics-unreadable", f"cannot read metrics.json: {exc}") from None
     except json.JSONDecodeError as exc:
         raise InvalidRunError(str(metrics_path), "json", f"metrics.json is not valid JSON: {exc.msg}", line=exc.lineno) from None
+    except ValueError:  # Python's limit on the digits of an integer literal (4300 by default)
+        raise InvalidRunError(str(metrics_path), "json",
+                              "metrics.json holds an integer literal too long to read; this toolkit never writes one") from None
+    except RecursionError:
+        raise InvalidRunError(str(metrics_path), "json", "metrics.json is JSON nested too deeply to read") from None
     provenance = found.get("provenance") if isinstance(found, dict) else None
     options = provenance.get("options") if isinstance(provenance, dict) else None
     stored_allow = isinstance(options, dict) and options.get("allow_invalid") is True
@@ -194,7 +206,10 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     recomputed = compute_metrics(run, slices=known)
     if known != dims:  # keep provenance comparable: the file asked for these
         recomputed["provenance"]["options"]["slices"] = dims
-    problems = diff_documents(found, recomputed, file=str(metrics_path))
+    try:
+        problems = diff_documents(found, recomputed, file=str(metrics_path))
+    except RecursionError:  # parsed, but deeper than the comparison can follow
+        raise InvalidRunError(str(metrics_path), "json", "metrics.json is JSON nested too deeply to compare") from None
     # Changed inputs explain everything else: list them first.
     problems.sort(key=lambda d: not d.pointer.startswith("/provenance/inputs"))
     summary_path = out / SUMMARY_FILE
