@@ -29,6 +29,11 @@ from .errors import InvalidRunError
 from .evidence import EvidenceResolver, EvidenceError
 from .schema import MAX_SAFE_NUMBER, TELEMETRY_FIELDS
 
+try:  # optional: parses artifact files faster, to the same documents (see _parse_artifact)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - the standard library alone gives the same results
+    _orjson = None
+
 __all__ = [
     "ToolConfig",
     "load_tool_config",
@@ -157,305 +162,188 @@ def _is_number(v: Any) -> bool:
     return type(v) in (int, float)
 
 
-def _is_count(v: Any) -> bool:
-    return type(v) is int and v >= 0
+# The type rules of the three artifact files, each written once.  A check looks at a value with
+# the cheapest test that accepts exactly what the rule accepts; only when it refuses does it build
+# the JSON pointer and the message (``_fail``, ``_bad_number``), so a valid document costs no
+# string formatting.  The rules run in document order and the first broken one raises.
 
 
-class _Check:
-    """Type checks of one artifact file; the first problem raises InvalidRunError naming file and pointer."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-
-    def fail(self, pointer: str, message: str, rule: str = "artifact-type"):
-        raise InvalidRunError(self.file, rule, message, pointer=pointer)
-
-    def obj(self, value: Any, pointer: str, *, nullable: bool = False) -> None:
-        if value is None and nullable:
-            return
-        if not isinstance(value, dict):
-            self.fail(pointer, f"{pointer or 'the document'} must be an object{' or null' if nullable else ''}")
-
-    def lst(self, value: Any, pointer: str) -> None:
-        if not isinstance(value, list):
-            self.fail(pointer, f"{pointer} must be a list")
-
-    def num(self, value: Any, pointer: str, *, integer: bool = False) -> None:
-        if value is None:
-            return
-        ok = type(value) is int if integer else _is_number(value)
-        if not ok or not math.isfinite(value) or value < 0:
-            self.fail(pointer, f"{pointer} must be a non-negative {'integer' if integer else 'number'} or null")
-        if value > MAX_SAFE_NUMBER:
-            self.fail(pointer, f"{pointer} is {value}, above 2**53-1, the largest exactly representable value",
-                      "number-too-large")
-
-    def boolean(self, value: Any, pointer: str, *, nullable: bool = True) -> None:
-        if value is None and nullable:
-            return
-        if type(value) is not bool:
-            self.fail(pointer, f"{pointer} must be true or false{' or null' if nullable else ''}")
-
-    def choice(self, value: Any, pointer: str, options: tuple, *, nullable: bool = False) -> None:
-        if value is None and nullable:
-            return
-        if not isinstance(value, str) or value not in options:
-            self.fail(pointer, f"{pointer} must be one of {', '.join(options)}")
-
-    def string(self, value: Any, pointer: str, *, nullable: bool = True) -> None:
-        if value is None and nullable:
-            return
-        if not isinstance(value, str):
-            self.fail(pointer, f"{pointer} must be a string")
+def _fail(file: str, pointer: str, message: str, rule: str = "artifact-type") -> None:
+    raise InvalidRunError(file, rule, message, pointer=pointer)
 
 
-# The checks below build a JSON pointer for every value they look at, which costs more than the
-# checking.  Each ``_*_ok`` function applies the same rules in the same order without pointers and
-# only says whether the document passes; when it does not, the ``_check_*`` function runs to find
-# the first problem and name it.  (Each ``_*_ok`` must pass exactly the documents its ``_check_*``
-# passes: same conditions, same order, so even an exception is raised on the same value.)
+def _bad_number(file: str, pointer: str, value: Any, integer: bool) -> None:
+    """Raise for a number the fast test refused (a non-negative number, or integer, at most 2**53-1).
 
-
-def _num_ok(value: Any, integer: bool = False) -> bool:
-    if value is None:
-        return True
+    The tests run in this order (``math.isfinite`` of an integer too large for a float raises
+    OverflowError, as it always has)."""
     ok = type(value) is int if integer else _is_number(value)
-    return not (not ok or not math.isfinite(value) or value < 0) and not value > MAX_SAFE_NUMBER
+    if not ok or not math.isfinite(value) or value < 0:
+        _fail(file, pointer, f"{pointer} must be a non-negative {'integer' if integer else 'number'} or null")
+    if value > MAX_SAFE_NUMBER:
+        _fail(file, pointer, f"{pointer} is {value}, above 2**53-1, the largest exactly representable value",
+              "number-too-large")
+    raise AssertionError(f"{pointer}: {value!r} passes the number rule")  # pragma: no cover
 
 
-def _bool_ok(value: Any, nullable: bool = True) -> bool:
-    return (value is None and nullable) or type(value) is bool
+def _number(file: str, value: Any, pointer: str) -> None:
+    """A non-negative number at most 2**53-1, or null."""
+    if value is not None and not ((type(value) is int or type(value) is float) and 0 <= value <= MAX_SAFE_NUMBER):
+        _bad_number(file, pointer, value, False)
 
 
-def _choice_ok(value: Any, options: tuple, nullable: bool = False) -> bool:
-    return (value is None and nullable) or (isinstance(value, str) and value in options)
+def _count(file: str, value: Any, pointer: str) -> None:
+    """A non-negative integer at most 2**53-1, or null."""
+    if value is not None and not (type(value) is int and 0 <= value <= MAX_SAFE_NUMBER):
+        _bad_number(file, pointer, value, True)
 
 
-def _obj_ok(value: Any, nullable: bool = False) -> bool:
-    return (value is None and nullable) or isinstance(value, dict)
+def _object_or_null(file: str, value: Any, pointer: str) -> None:
+    if value is not None and not isinstance(value, dict):
+        _fail(file, pointer, f"{pointer} must be an object or null")
 
 
-def _attempt_ok(doc: Any) -> bool:
+def _boolean(file: str, value: Any, pointer: str) -> None:
+    if value is not None and type(value) is not bool:
+        _fail(file, pointer, f"{pointer} must be true or false or null")
+
+
+def _choice(file: str, value: Any, pointer: str, options: tuple) -> None:
+    if value is not None and (not isinstance(value, str) or value not in options):
+        _fail(file, pointer, f"{pointer} must be one of {', '.join(options)}")
+
+
+def _list(file: str, value: Any, pointer: str) -> None:
+    if not isinstance(value, list):
+        _fail(file, pointer, f"{pointer} must be a list")
+
+
+def _document(file: str, doc: Any) -> None:
     if not isinstance(doc, dict):
-        return False
-    if not isinstance(doc.get("task_id"), str) or not doc["task_id"]:
-        return False
-    if type(doc.get("attempt")) is not int or doc["attempt"] < 1:
-        return False
-    setup = doc.get("setup")
-    if not _obj_ok(setup, True):
-        return False
-    if setup and not (_choice_ok(setup.get("status"), ("ok", "failed"), True) and _num_ok(setup.get("duration_ms"))):
-        return False
-    provider = doc.get("provider")
-    if not _obj_ok(provider, True) or (provider and not _bool_ok(provider.get("available"))):
-        return False
-    if not _obj_ok(doc.get("skip"), True):
-        return False
-    agent = doc.get("agent")
-    if not _obj_ok(agent, True):
-        return False
-    if agent and not (_choice_ok(agent.get("status"), ("completed", "timeout", "crashed", "not_started"), True)
-                      and _num_ok(agent.get("task_wall_ms"))):
-        return False
-    recovery = doc.get("recovery")
-    if not _obj_ok(recovery, True):
-        return False
-    if recovery and not (_bool_ok(recovery.get("attempted")) and _bool_ok(recovery.get("succeeded"))):
-        return False
-    shots = doc.get("screenshots")
-    if shots is not None:
-        if not isinstance(shots, list):
-            return False
-        for shot in shots:
-            if not isinstance(shot, dict) or not _num_ok(shot.get("capture_ms")):
-                return False
-    ev = doc.get("evaluation")
-    if not _obj_ok(ev, True):
-        return False
-    if ev:
-        if not _bool_ok(ev.get("judge_enabled")):
-            return False
-        hard = ev.get("hard_assertions")
-        if hard is not None:
-            if not isinstance(hard, list):
-                return False
-            for item in hard:
-                if not isinstance(item, dict) or not _bool_ok(item.get("passed"), False):
-                    return False
-        judge = ev.get("judge")
-        if not _obj_ok(judge, True):
-            return False
-        if judge and not (_choice_ok(judge.get("status"), ("ok", "error"), True)
-                          and _choice_ok(judge.get("verdict"), ("pass", "fail"), True)):
-            return False
-        q = ev.get("quality_score")
-        if q is not None and (not _is_number(q) or not 0 <= q <= 1):
-            return False
-    return True
-
-
-def _episode_ok(doc: Any) -> bool:
-    if not isinstance(doc, dict):
-        return False
-    metrics = doc.get("run_metrics")
-    if not _obj_ok(metrics, True):
-        return False
-    if metrics:
-        for key in _TOKENS + _EPISODE_ONLY:
-            if not _num_ok(metrics.get(key), key != "time_to_first_token_ms"):
-                return False
-    events = doc.get("events")
-    if events is not None:
-        if not isinstance(events, list):
-            return False
-        for event in events:
-            if not isinstance(event, dict):
-                return False
-            kind = event.get("type")
-            if kind is not None and not isinstance(kind, str):
-                return False
-            if kind == "device_action":
-                start, end = event.get("start_ms"), event.get("end_ms")
-                if not _num_ok(start) or not _num_ok(end):
-                    return False
-                if start is not None and end is not None and end < start:
-                    return False
-    return True
-
-
-def _history_ok(doc: Any) -> bool:
-    if not isinstance(doc, dict):
-        return False
-    messages = doc.get("messages")
-    if messages is None:
-        return True
-    if not isinstance(messages, list):
-        return False
-    for msg in messages:
-        if not isinstance(msg, dict):
-            return False
-        usage = msg.get("usage")
-        if not _obj_ok(usage, True):
-            return False
-        if usage:
-            for key in _TOKENS:
-                if not _num_ok(usage.get(key), True):
-                    return False
-        calls = msg.get("tool_calls")
-        if calls is not None:
-            if not isinstance(calls, list):
-                return False
-            for call in calls:
-                if not isinstance(call, dict):
-                    return False
-                name = call.get("name")
-                if name is not None and not isinstance(name, str):
-                    return False
-    return True
+        _fail(file, "", "the document must be an object")
 
 
 def _check_attempt(doc: Any, file: str) -> None:
-    if _attempt_ok(doc):
-        return
-    c = _Check(file)
-    c.obj(doc, "")
-    if not isinstance(doc.get("task_id"), str) or not doc["task_id"]:
-        c.fail("/task_id", "/task_id must be a non-empty string")
-    if type(doc.get("attempt")) is not int or doc["attempt"] < 1:
-        c.fail("/attempt", "/attempt must be an integer >= 1")
+    """The types of attempt.json (raises InvalidRunError naming the first broken value)."""
+    _document(file, doc)
+    task_id = doc.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        _fail(file, "/task_id", "/task_id must be a non-empty string")
+    number = doc.get("attempt")
+    if type(number) is not int or number < 1:
+        _fail(file, "/attempt", "/attempt must be an integer >= 1")
     setup = doc.get("setup")
-    c.obj(setup, "/setup", nullable=True)
+    _object_or_null(file, setup, "/setup")
     if setup:
-        c.choice(setup.get("status"), "/setup/status", ("ok", "failed"), nullable=True)
-        c.num(setup.get("duration_ms"), "/setup/duration_ms")
+        _choice(file, setup.get("status"), "/setup/status", ("ok", "failed"))
+        _number(file, setup.get("duration_ms"), "/setup/duration_ms")
     provider = doc.get("provider")
-    c.obj(provider, "/provider", nullable=True)
+    _object_or_null(file, provider, "/provider")
     if provider:
-        c.boolean(provider.get("available"), "/provider/available")
-    c.obj(doc.get("skip"), "/skip", nullable=True)
+        _boolean(file, provider.get("available"), "/provider/available")
+    _object_or_null(file, doc.get("skip"), "/skip")
     agent = doc.get("agent")
-    c.obj(agent, "/agent", nullable=True)
+    _object_or_null(file, agent, "/agent")
     if agent:
-        c.choice(agent.get("status"), "/agent/status", ("completed", "timeout", "crashed", "not_started"), nullable=True)
-        c.num(agent.get("task_wall_ms"), "/agent/task_wall_ms")
+        _choice(file, agent.get("status"), "/agent/status", ("completed", "timeout", "crashed", "not_started"))
+        _number(file, agent.get("task_wall_ms"), "/agent/task_wall_ms")
     recovery = doc.get("recovery")
-    c.obj(recovery, "/recovery", nullable=True)
+    _object_or_null(file, recovery, "/recovery")
     if recovery:
-        c.boolean(recovery.get("attempted"), "/recovery/attempted")
-        c.boolean(recovery.get("succeeded"), "/recovery/succeeded")
+        _boolean(file, recovery.get("attempted"), "/recovery/attempted")
+        _boolean(file, recovery.get("succeeded"), "/recovery/succeeded")
     shots = doc.get("screenshots")
     if shots is not None:
-        c.lst(shots, "/screenshots")
+        _list(file, shots, "/screenshots")
         for i, shot in enumerate(shots):
-            c.obj(shot, f"/screenshots/{i}")
-            c.num(shot.get("capture_ms"), f"/screenshots/{i}/capture_ms")
+            if not isinstance(shot, dict):
+                _fail(file, f"/screenshots/{i}", f"/screenshots/{i} must be an object")
+            v = shot.get("capture_ms")
+            if v is not None and not ((type(v) is int or type(v) is float) and 0 <= v <= MAX_SAFE_NUMBER):
+                _bad_number(file, f"/screenshots/{i}/capture_ms", v, False)
     ev = doc.get("evaluation")
-    c.obj(ev, "/evaluation", nullable=True)
+    _object_or_null(file, ev, "/evaluation")
     if ev:
-        c.boolean(ev.get("judge_enabled"), "/evaluation/judge_enabled")
+        _boolean(file, ev.get("judge_enabled"), "/evaluation/judge_enabled")
         hard = ev.get("hard_assertions")
         if hard is not None:
-            c.lst(hard, "/evaluation/hard_assertions")
+            _list(file, hard, "/evaluation/hard_assertions")
             for i, item in enumerate(hard):
-                c.obj(item, f"/evaluation/hard_assertions/{i}")
-                c.boolean(item.get("passed"), f"/evaluation/hard_assertions/{i}/passed", nullable=False)
+                if not isinstance(item, dict):
+                    _fail(file, f"/evaluation/hard_assertions/{i}", f"/evaluation/hard_assertions/{i} must be an object")
+                if type(item.get("passed")) is not bool:
+                    _fail(file, f"/evaluation/hard_assertions/{i}/passed",
+                          f"/evaluation/hard_assertions/{i}/passed must be true or false")
         judge = ev.get("judge")
-        c.obj(judge, "/evaluation/judge", nullable=True)
+        _object_or_null(file, judge, "/evaluation/judge")
         if judge:
-            c.choice(judge.get("status"), "/evaluation/judge/status", ("ok", "error"), nullable=True)
-            c.choice(judge.get("verdict"), "/evaluation/judge/verdict", ("pass", "fail"), nullable=True)
+            _choice(file, judge.get("status"), "/evaluation/judge/status", ("ok", "error"))
+            _choice(file, judge.get("verdict"), "/evaluation/judge/verdict", ("pass", "fail"))
         q = ev.get("quality_score")
         if q is not None and (not _is_number(q) or not 0 <= q <= 1):
-            c.fail("/evaluation/quality_score", "/evaluation/quality_score must be a number in [0, 1] or null")
+            _fail(file, "/evaluation/quality_score", "/evaluation/quality_score must be a number in [0, 1] or null")
 
 
 def _check_episode(doc: Any, file: str) -> None:
-    if _episode_ok(doc):
-        return
-    c = _Check(file)
-    c.obj(doc, "")
+    """The types of episode.json (raises InvalidRunError naming the first broken value)."""
+    _document(file, doc)
     metrics = doc.get("run_metrics")
-    c.obj(metrics, "/run_metrics", nullable=True)
+    _object_or_null(file, metrics, "/run_metrics")
     if metrics:
         for key in _TOKENS + _EPISODE_ONLY:
-            c.num(metrics.get(key), f"/run_metrics/{key}", integer=key != "time_to_first_token_ms")
+            v = metrics.get(key)
+            if key == "time_to_first_token_ms":
+                _number(file, v, f"/run_metrics/{key}")
+            elif v is not None and not (type(v) is int and 0 <= v <= MAX_SAFE_NUMBER):
+                _bad_number(file, f"/run_metrics/{key}", v, True)
     events = doc.get("events")
     if events is not None:
-        c.lst(events, "/events")
+        _list(file, events, "/events")
         for i, event in enumerate(events):
-            c.obj(event, f"/events/{i}")
-            c.string(event.get("type"), f"/events/{i}/type")
-            if event.get("type") == "device_action":
-                c.num(event.get("start_ms"), f"/events/{i}/start_ms")
-                c.num(event.get("end_ms"), f"/events/{i}/end_ms")
+            if not isinstance(event, dict):
+                _fail(file, f"/events/{i}", f"/events/{i} must be an object")
+            kind = event.get("type")
+            if kind is not None and not isinstance(kind, str):
+                _fail(file, f"/events/{i}/type", f"/events/{i}/type must be a string")
+            if kind == "device_action":
                 start, end = event.get("start_ms"), event.get("end_ms")
+                if start is not None and not ((type(start) is int or type(start) is float)
+                                              and 0 <= start <= MAX_SAFE_NUMBER):
+                    _bad_number(file, f"/events/{i}/start_ms", start, False)
+                if end is not None and not ((type(end) is int or type(end) is float) and 0 <= end <= MAX_SAFE_NUMBER):
+                    _bad_number(file, f"/events/{i}/end_ms", end, False)
                 if start is not None and end is not None and end < start:
-                    c.fail(f"/events/{i}/end_ms", f"/events/{i} ends before it starts")
+                    _fail(file, f"/events/{i}/end_ms", f"/events/{i} ends before it starts")
 
 
 def _check_history(doc: Any, file: str) -> None:
-    if _history_ok(doc):
-        return
-    c = _Check(file)
-    c.obj(doc, "")
+    """The types of history.json (raises InvalidRunError naming the first broken value)."""
+    _document(file, doc)
     messages = doc.get("messages")
     if messages is None:
         return
-    c.lst(messages, "/messages")
+    _list(file, messages, "/messages")
     for i, msg in enumerate(messages):
-        c.obj(msg, f"/messages/{i}")
+        if not isinstance(msg, dict):
+            _fail(file, f"/messages/{i}", f"/messages/{i} must be an object")
         usage = msg.get("usage")
-        c.obj(usage, f"/messages/{i}/usage", nullable=True)
-        if usage:
+        if usage is not None:
+            if not isinstance(usage, dict):
+                _fail(file, f"/messages/{i}/usage", f"/messages/{i}/usage must be an object or null")
             for key in _TOKENS:
-                c.num(usage.get(key), f"/messages/{i}/usage/{key}", integer=True)
+                v = usage.get(key)
+                if v is not None and not (type(v) is int and 0 <= v <= MAX_SAFE_NUMBER):
+                    _bad_number(file, f"/messages/{i}/usage/{key}", v, True)
         calls = msg.get("tool_calls")
         if calls is not None:
-            c.lst(calls, f"/messages/{i}/tool_calls")
+            if not isinstance(calls, list):
+                _fail(file, f"/messages/{i}/tool_calls", f"/messages/{i}/tool_calls must be a list")
             for j, call in enumerate(calls):
-                c.obj(call, f"/messages/{i}/tool_calls/{j}")
-                c.string(call.get("name"), f"/messages/{i}/tool_calls/{j}/name")
+                if not isinstance(call, dict):
+                    _fail(file, f"/messages/{i}/tool_calls/{j}", f"/messages/{i}/tool_calls/{j} must be an object")
+                name = call.get("name")
+                if name is not None and not isinstance(name, str):
+                    _fail(file, f"/messages/{i}/tool_calls/{j}/name", f"/messages/{i}/tool_calls/{j}/name must be a string")
 
 
 @dataclass(frozen=True)
@@ -476,46 +364,129 @@ _ABSENT = object()
 #: directories while it derives them), so that they are not resolved again per file.
 _KNOWN_REAL: dict[str, str] = {}
 
+#: One evidence resolver per run directory, for the caller that derives many records of one run
+#: (``ingest``, while it runs), instead of one per record.
+_RESOLVERS: dict[str, EvidenceResolver] = {}
+
 
 def _realpath(path: str | os.PathLike) -> str:
     """``os.path.realpath(path)``, from :data:`_KNOWN_REAL` when the caller knows it."""
     return _KNOWN_REAL.get(os.fspath(path)) or os.path.realpath(path)
 
 
-def _load_json_file(path: Path, *, required: bool, real_dir: str | None = None) -> Any:
-    """Parsed JSON of an artifact file, or ``_ABSENT`` when an optional file does not exist.
+_OPEN = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a FIFO must not wait for a writer
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
-    The file must resolve (symlinks followed) inside its attempt directory (whose real path,
-    ``real_dir``, the caller may pass).
+
+def _open_artifact(file: str, name: str, required: bool, real_dir: str) -> int | None:
+    """A descriptor open for reading on the artifact file, or None when an optional file is absent.
+
+    The file must resolve (symlinks followed) inside its attempt directory, whose real path is
+    ``real_dir``.  A name that is not a symlink is ``real_dir/name``: inside.  So the file is first
+    opened without following a symlink; only when that fails for another reason than its absence
+    (it is a symlink, or cannot be opened) is it looked at again: a symlink is resolved and must
+    stay inside, then the file is opened following it.
     """
-    if real_dir is None:
-        real_dir = os.path.realpath(path.parent)
+    if _NOFOLLOW:
+        try:
+            return os.open(file, _OPEN | _NONBLOCK | _NOFOLLOW)
+        except FileNotFoundError:
+            if required:
+                raise InvalidRunError(file, "artifact-missing", f"the attempt has no {name}") from None
+            return None
+        except OSError:
+            pass  # a symlink (or an error the checks below report as before)
     try:
-        link = stat.S_ISLNK(os.lstat(path).st_mode)
+        link = stat.S_ISLNK(os.lstat(file).st_mode)
     except OSError:  # absent (os.path.lexists is False): nothing to check here
         link = False
-    # Not a symlink: its real path is real_dir/name, inside.  A symlink: resolve it.
-    if link and not os.path.realpath(path).startswith(real_dir.rstrip(os.sep) + os.sep):
-        raise InvalidRunError(str(path), "artifact-outside", f"{path.name} resolves outside the attempt directory")
+    if link and not os.path.realpath(file).startswith(real_dir.rstrip(os.sep) + os.sep):
+        raise InvalidRunError(file, "artifact-outside", f"{name} resolves outside the attempt directory")
     try:
-        raw = path.read_bytes()
+        return os.open(file, _OPEN | _NONBLOCK)
     except FileNotFoundError:
         if required:
-            raise InvalidRunError(str(path), "artifact-missing", f"the attempt has no {path.name}") from None
-        return _ABSENT
+            raise InvalidRunError(file, "artifact-missing", f"the attempt has no {name}") from None
+        return None
     except IsADirectoryError:
-        raise InvalidRunError(str(path), "artifact-unreadable", f"{path.name} is a directory") from None
+        raise InvalidRunError(file, "artifact-unreadable", f"{name} is a directory") from None
     except OSError as exc:
-        raise InvalidRunError(str(path), "artifact-unreadable", f"cannot read {path.name}: {exc.strerror}") from None
+        raise InvalidRunError(file, "artifact-unreadable", f"cannot read {name}: {exc.strerror}") from None
+
+
+def _read_artifact(file: str, name: str, required: bool, real_dir: str) -> bytes | None:
+    """The bytes of an artifact file (see :func:`_open_artifact` and :func:`_read_fd`), or None
+    when an optional file is absent."""
+    fd = _open_artifact(file, name, required, real_dir)
+    return None if fd is None else _read_fd(fd, file, name)
+
+
+def _read_fd(fd: int, file: str, name: str) -> bytes:
+    """Everything ``fd`` (opened with ``O_NONBLOCK``) reads, then closes it; InvalidRunError otherwise.
+
+    A regular file, or a device (``/dev/null``), is read to its end.  A FIFO (named pipe) or a
+    socket is refused: reading one waits for a writer, maybe forever.
+    """
     try:
-        return json.loads(raw.decode("utf-8"))
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            data = os.read(fd, st.st_size + 1)
+            if len(data) == st.st_size:  # all of it in one read (one byte more was asked for)
+                return data
+            parts = [data]  # it grew or shrank since fstat, or says size 0 and has content (/proc)
+        elif stat.S_ISDIR(st.st_mode):
+            raise InvalidRunError(file, "artifact-unreadable", f"{name} is a directory")
+        elif stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+            kind = "a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "a socket"
+            raise InvalidRunError(file, "artifact-unreadable", f"{name} is {kind}, not a regular file")
+        else:  # a character or block device: read it as open() would, blocking
+            if _NONBLOCK:
+                os.set_blocking(fd, True)
+            parts = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+    except OSError as exc:
+        raise InvalidRunError(file, "artifact-unreadable", f"cannot read {name}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_19_DIGITS = b"0" * 19  # an integer orjson may read as a float has at least 19 digits (-2**63 - 1)
+
+
+def _parse_artifact(raw: bytes, file: str, check) -> Any:
+    """The parsed, type-checked document of an artifact file.
+
+    With orjson installed it parses first, and its document is the standard library's: any problem
+    (a syntax error, a broken type rule, but also what the standard library reads and orjson does
+    not: NaN, infinities, lone surrogates, deep nesting) sends the file to the standard library,
+    which gives the document, or the error, it always gave.  orjson reads an integer beyond 64 bits
+    as a float, so a file with 19 digits in a row (anywhere: cheaper to find than to tell where)
+    goes the standard library's way from the start.
+    """
+    if _orjson is not None and _19_DIGITS not in raw.translate(_DIGITS_AS_ZERO):
+        try:
+            doc = _orjson.loads(raw)
+            check(doc, file)
+            return doc
+        except Exception:  # noqa: BLE001, S110 - whatever it was, the exact reading below decides
+            pass
+    try:
+        doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise InvalidRunError(str(path), "artifact-json", f"not valid UTF-8 at byte {exc.start}") from None
+        raise InvalidRunError(file, "artifact-json", f"not valid UTF-8 at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
-        raise InvalidRunError(str(path), "artifact-json", f"not valid JSON: {exc.msg} (column {exc.colno})",
+        raise InvalidRunError(file, "artifact-json", f"not valid JSON: {exc.msg} (column {exc.colno})",
                               line=exc.lineno) from None
     except RecursionError:
-        raise InvalidRunError(str(path), "artifact-json", "JSON nested too deeply") from None
+        raise InvalidRunError(file, "artifact-json", "JSON nested too deeply") from None
+    check(doc, file)
+    return doc
 
 
 def read_artifacts(directory: str | os.PathLike) -> Artifacts:
@@ -529,17 +500,17 @@ def read_artifacts(directory: str | os.PathLike) -> Artifacts:
     """
     directory = Path(directory)
     real_dir = _realpath(directory)
-    attempt_path, episode_path, history_path = directory / ATTEMPT, directory / EPISODE, directory / HISTORY
-    attempt = _load_json_file(attempt_path, required=True, real_dir=real_dir)
-    _check_attempt(attempt, str(attempt_path))
-    episode = _load_json_file(episode_path, required=False, real_dir=real_dir)
-    if episode is not _ABSENT:
-        _check_episode(episode, str(episode_path))
-    history = _load_json_file(history_path, required=False, real_dir=real_dir)
-    if history is not _ABSENT:
-        _check_history(history, str(history_path))
-    return Artifacts(directory, attempt, None if episode is _ABSENT else episode,
-                     None if history is _ABSENT else history, real_directory=real_dir)
+    base = str(directory)  # str(directory / name) is base + name
+    base = "" if base == "." else base if base.endswith(os.sep) else base + os.sep
+    file = base + ATTEMPT
+    attempt = _parse_artifact(_read_artifact(file, ATTEMPT, True, real_dir), file, _check_attempt)
+    file = base + EPISODE
+    raw = _read_artifact(file, EPISODE, False, real_dir)
+    episode = None if raw is None else _parse_artifact(raw, file, _check_episode)
+    file = base + HISTORY
+    raw = _read_artifact(file, HISTORY, False, real_dir)
+    history = None if raw is None else _parse_artifact(raw, file, _check_history)
+    return Artifacts(directory, attempt, episode, history, real_directory=real_dir)
 
 
 # --------------------------------------------------------------------------- outcome
@@ -629,7 +600,7 @@ def extract_telemetry(
     telemetry : dict
         Every field of section 5, in order; null when its source is absent.
     telemetry_source : dict
-        For each non-null field, its source (``FILE#POINTER``).
+        For each non-null field, its source (``FILE#POINTER``), in the order of section 5.
     """
     tools = tools or load_tool_config()
     tel: dict[str, Any] = dict.fromkeys(TELEMETRY_FIELDS)
@@ -648,20 +619,25 @@ def extract_telemetry(
     messages = history.get("messages") if history is not None else None
     if isinstance(messages, list):
         source = f"{HISTORY}#/messages"
-        calls = [
-            call
-            for msg in messages
-            if msg.get("role") == "assistant"
-            for call in (msg.get("tool_calls") or [])
-        ]
-        put("tool_calls", len(calls), source)
-        put("device_actions", sum(1 for call in calls if call.get("name") in tools.device_actions), source)
-        usages = [msg["usage"] for msg in messages if isinstance(msg.get("usage"), dict)]
+        device = tools.device_actions
+        calls = actions = 0  # tool calls of assistant messages; those naming a device action
+        usages = []  # every message's usage object
+        for msg in messages:  # one pass
+            if msg.get("role") == "assistant":
+                for call in msg.get("tool_calls") or ():
+                    calls += 1
+                    if call.get("name") in device:
+                        actions += 1
+            usage = msg.get("usage")
+            if isinstance(usage, dict):
+                usages.append(usage)
+        put("tool_calls", calls, source)
+        put("device_actions", actions, source)
         put("llm_calls", len(usages), source)
         if usages:  # a history with no usage is no token source (spec section 8)
             for key in ("input_tokens", "output_tokens"):
                 values = [u.get(key) for u in usages]
-                history_tokens[key] = None if any(v is None for v in values) else sum(values)
+                history_tokens[key] = None if None in values else sum(values)
             i, o = history_tokens["input_tokens"], history_tokens["output_tokens"]
             history_tokens["total_tokens"] = None if i is None or o is None else i + o
 
@@ -678,17 +654,21 @@ def extract_telemetry(
     events = episode.get("events") if episode is not None else None
     if isinstance(events, list):
         source = f"{EPISODE}#/events"
-        put(
-            "device_execution_ms",
-            sum(
-                e["end_ms"] - e["start_ms"]
-                for e in events
-                if e.get("type") == "device_action" and e.get("start_ms") is not None and e.get("end_ms") is not None
-            ),
-            source,
-        )
-        put("tool_errors", sum(1 for e in events if e.get("type") == "tool_error"), source)
-        put("replan_count", sum(1 for e in events if e.get("type") == "replan"), source)
+        spans = []  # end - start of each device action with both
+        tool_errors = replans = 0
+        for e in events:  # one pass
+            kind = e.get("type")
+            if kind == "device_action":
+                start, end = e.get("start_ms"), e.get("end_ms")
+                if start is not None and end is not None:
+                    spans.append(end - start)
+            elif kind == "tool_error":
+                tool_errors += 1
+            elif kind == "replan":
+                replans += 1
+        put("device_execution_ms", sum(spans), source)
+        put("tool_errors", tool_errors, source)
+        put("replan_count", replans, source)
 
     shots = attempt.get("screenshots")
     if isinstance(shots, list) and all(s.get("capture_ms") is not None for s in shots):
@@ -771,8 +751,12 @@ def derive_record(
         resolved = art.real_directory  # what Path(directory).resolve() gives, already known
     else:
         resolved = Path(directory).resolve()
-    known_run = _KNOWN_REAL.get(os.fspath(run_dir))
-    artifact_dir = Path(os.path.relpath(resolved, known_run or Path(run_dir).resolve())).as_posix()
+    real_run = _KNOWN_REAL.get(os.fspath(run_dir)) or str(Path(run_dir).resolve())
+    inside = real_run if real_run.endswith(os.sep) else real_run + os.sep
+    if os.sep == "/" and isinstance(resolved, str) and resolved.startswith(inside):
+        artifact_dir = resolved[len(inside):]  # relpath of a real path below a real path: the rest of it
+    else:
+        artifact_dir = Path(os.path.relpath(resolved, real_run)).as_posix()
     record = {
         "task_id": art.attempt["task_id"],
         "attempt": art.attempt["attempt"],
@@ -788,7 +772,7 @@ def derive_record(
         "cost": cost,
         "cost_source": cost_source,
     }
-    resolver = EvidenceResolver(run_dir) if record["evidence"] else None
+    resolver = (_RESOLVERS.get(os.fspath(run_dir)) or EvidenceResolver(run_dir)) if record["evidence"] else None
     for ref in record["evidence"]:  # the rule the loader enforces, checked where the reference is made
         try:
             resolver.resolve(artifact_dir, ref)

@@ -68,8 +68,10 @@ def _error_record(directory: Path, run_dir: Path, error: InvalidRunError) -> dic
     for references that resolve; here that is attempt.json itself when it parses.
     """
     attempt_doc = None
-    try:
-        attempt_doc = json.loads((directory / "attempt.json").read_bytes().decode("utf-8"))
+    path = str(directory / "attempt.json")
+    try:  # (a FIFO is refused, not waited for)
+        raw = derivation._read_fd(os.open(path, derivation._OPEN | derivation._NONBLOCK), path, "attempt.json")
+        attempt_doc = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         pass
     task_id = attempt_doc.get("task_id") if isinstance(attempt_doc, dict) else None
@@ -313,6 +315,7 @@ def ingest_run(
     derive = _Deriver(run_dir, judge_default, model, tools, prices)
     known = _real_paths(run_dir, directories)
     derivation._KNOWN_REAL.update(known)
+    derivation._RESOLVERS[os.fspath(run_dir)] = EvidenceResolver(run_dir)
     try:
         for done, (directory, outcome) in enumerate(_derived(derive, directories, workers), start=1):
             record, exc = outcome
@@ -341,6 +344,7 @@ def ingest_run(
     finally:
         for path in known:
             derivation._KNOWN_REAL.pop(path, None)
+        derivation._RESOLVERS.pop(os.fspath(run_dir), None)
     bar.close()
 
     records.sort(key=lambda r: (r.task_id.encode("utf-8", "surrogatepass"), r.attempt))
