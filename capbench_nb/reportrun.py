@@ -21,6 +21,7 @@ import logging
 import os
 import secrets
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -369,10 +370,131 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
-def _publish(staging: Path, out: Path, names: tuple[str, ...]) -> None:
-    """Move ``names`` from ``staging`` over ``out``, each by an atomic rename.
+_STAGING_MARK = ".capbench-"
 
-    A reader sees, per file, the old version or the new one.  If a rename
+
+def _sibling_prefix(out: Path) -> str:
+    """Name prefix of the hidden folders a build of ``out`` keeps next to it (clipped to fit NAME_MAX)."""
+    return f".{out.name[:180]}{_STAGING_MARK}"
+
+
+def _rename_exchange(a: Path, b: Path) -> None:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); OSError where unsupported."""
+    import ctypes
+    import errno
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None or not sys.platform.startswith("linux"):
+        raise OSError(errno.ENOSYS, "renameat2 is not available")
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def _unlocked(path: Path) -> bool:
+    """True when no live build holds ``path`` (a staging folder, locked by its build for its lifetime)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the probe's lock
+
+
+def _lock(path: Path) -> int:
+    """Hold ``path`` (a staging folder) until the returned descriptor is closed; a kill releases it too."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _recover(out: Path) -> None:
+    """Clean up after builds of ``out`` that were killed: nothing a live build uses is touched.
+
+    A killed build leaves its staging folder next to ``out`` (or, for a
+    shared output directory, inside it), and a build killed between the two
+    renames of the fallback switch leaves ``out`` missing and the previous
+    outputs in a ``.previous`` folder: those are put back first.
+    """
+    parent, prefix = out.parent, _sibling_prefix(out)
+    try:
+        siblings = sorted(p for p in parent.iterdir() if p.name.startswith(prefix))
+    except OSError:
+        siblings = []
+    for path in siblings:
+        if path.name.endswith(".previous") and not os.path.lexists(out) and _unlocked(path):
+            with contextlib.suppress(OSError):
+                os.rename(path, out)
+    candidates = [p for p in siblings if p.name.endswith((".partial", ".previous"))]
+    with contextlib.suppress(OSError):
+        candidates += [p for p in out.iterdir() if p.name.startswith(".capbench-report-") and p.name.endswith(".partial")]
+    for path in candidates:
+        if os.path.isdir(path) and not os.path.islink(path) and _unlocked(path):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _dedicated(out: Path, names: tuple[str, ...]) -> bool:
+    """``out`` is a real directory that holds nothing but outputs of this kind of build."""
+    if os.path.islink(out) or not out.is_dir():
+        return False
+    return all(entry in names for entry in os.listdir(out))
+
+
+def _switch(staging: Path, out: Path, names: tuple[str, ...]) -> None:
+    """Make the folder ``staging`` the output directory ``out``, all files at once.
+
+    ``out`` missing: one rename.  ``out`` holding only outputs of this kind:
+    one ``RENAME_EXCHANGE`` swaps the two folders, so a reader (or a kill at
+    any moment) sees the previous set or the new one.  Where the exchange is
+    unsupported, two renames: a kill between them leaves no ``out`` and the
+    previous outputs in a ``.previous`` folder, which the next build restores.
+    Anything that appeared in ``out`` meanwhile is moved back.
+    """
+    mode = stat.S_IMODE(os.stat(out).st_mode) if out.is_dir() else 0o777 & ~_umask()
+    os.chmod(staging, mode)  # mkdtemp made it 0700; keep the directory's own permissions
+    if not os.path.lexists(out):
+        os.rename(staging, out)
+        _fsync_directory(out.parent)
+        return
+    try:
+        _rename_exchange(staging, out)
+        old = staging
+    except OSError:
+        old = staging.with_name(staging.name[: -len(".partial")] + ".previous")
+        os.rename(out, old)
+        os.rename(staging, out)
+    _fsync_directory(out.parent)
+    for entry in os.listdir(old):
+        if entry not in names and not os.path.lexists(out / entry):
+            with contextlib.suppress(OSError):
+                os.rename(old / entry, out / entry)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publish(staging: Path, out: Path, names: tuple[str, ...]) -> None:
+    """Move ``names`` from ``staging`` over ``out``, each by an atomic rename (a shared ``out``).
+
+    Used when ``out`` holds other files too (say, the run directory itself),
+    which :func:`_switch` must not move.  A reader sees, per file, the old
+    version or the new one; a kill between two renames can leave a mix (the
+    outputs' hashes and ``capbench-nb verify`` show it).  If a rename
     fails midway, the files already replaced get their previous versions back
     (kept as hard links, or copies where links are impossible), so the
     directory never mixes two reports.
@@ -417,23 +539,39 @@ def _build(
     title: str,
     progress: bool | None,
 ) -> Path:
-    """Execute ``source`` into a staging folder of ``out`` and publish its outputs.
+    """Execute ``source`` into a staging folder next to ``out`` and publish its outputs.
 
     ``parameters`` are given to papermill (as data, never spliced into code),
     with ``out_dir`` set to the staging folder and ``report_dir`` to ``out``;
     the notebook must write every file of ``written`` there.  The executed
     notebook is kept as ``<stem>.ipynb`` and converted to ``<stem>.html``.
-    Nothing in ``out`` changes unless every output exists.
+    Nothing in ``out`` changes unless every output exists; then an ``out``
+    that is missing or holds only such outputs is replaced as a whole in one
+    step (:func:`_switch`), any other ``out`` file by file (:func:`_publish`).
+    Leftovers of killed builds are removed first (:func:`_recover`).
     """
     if not source.is_file():
         raise FileNotFoundError(2, "no such notebook", str(source))
-    out.mkdir(parents=True, exist_ok=True)
+    given = Path(out)
+    out = Path(os.path.abspath(out))
+    report_dir = out  # evidence links are relative to where the user asked for the report
+    if os.path.islink(out):
+        out = Path(os.path.realpath(out))  # publish into the folder the link names, keep the link
+    if os.path.lexists(out) and not out.is_dir():
+        raise NotADirectoryError(20, "the output directory is not a directory", str(report_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
     if progress is None:
         progress = sys.stderr.isatty()
     outputs = (*written, f"{stem}.ipynb", f"{stem}.html")
-    staging = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
+    _recover(out)
+    try:  # next to out, so that the finished folder can take out's place in one step
+        staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=_sibling_prefix(out), suffix=".partial"))
+    except OSError:  # out's parent is not writable: stage inside out, publish file by file
+        out.mkdir(exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
+    lock = _lock(staging)
     try:
-        parameters = {**parameters, "out_dir": str(staging.absolute()), "report_dir": str(out.absolute())}
+        parameters = {**parameters, "out_dir": str(staging), "report_dir": str(report_dir)}
         try:
             nb = _execute_notebook(source.absolute(), parameters, cwd=staging, progress=progress)
         except Exception as exc:
@@ -444,20 +582,30 @@ def _build(
             raise _execution_error(exc, source) from exc
         import nbformat
 
-        _write_synced(staging / f"{stem}.ipynb", nbformat.writes(nb))
         for name in written:
             if not (staging / name).is_file():
                 raise ReportError(f"notebook {source.name} ran but did not write {name} into out_dir")
+        for extra in os.listdir(staging):  # the notebook's own scratch files stay out of the outputs
+            if extra not in outputs:
+                path = staging / extra
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        _write_synced(staging / f"{stem}.ipynb", nbformat.writes(nb))
         _write_synced(staging / f"{stem}.html", notebook_to_html(nb, title=title))
         # write_atomic keeps modes; give every output the mode open() gave the HTML file
         mode = (staging / f"{stem}.html").stat().st_mode & 0o777
         for name in outputs:
             os.chmod(staging / name, mode)
             _fsync_file(staging / name)
-        _publish(staging, out, outputs)
+        _fsync_directory(staging)
+        if staging.parent == out.parent and (not os.path.lexists(out) or _dedicated(out, outputs)):
+            _switch(staging, out, outputs)
+        else:
+            out.mkdir(exist_ok=True)
+            _publish(staging, out, outputs)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return out / f"{stem}.html"
+        os.close(lock)
+    return given / f"{stem}.html"
 
 
 def build_report(

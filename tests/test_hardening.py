@@ -580,18 +580,30 @@ TINY_NOTEBOOK = {
 }
 
 #: build_report with TINY_NOTEBOOK, killed (SIGKILL) right after the first output is renamed into OUT.
+#: A report whose process is SIGKILLed at the commit point of publishing, right after it: with the folder
+#: exchange (``exchange``), or, where the exchange is unsupported, between the fallback's two renames (``renames``).
 _PUBLISH_KILLER = textwrap.dedent("""
-    import os, signal, sys
+    import errno, os, signal, sys
     from pathlib import Path
     from capbench_nb import reportrun
-    run, out, notebook = sys.argv[1:4]
+    run, out, notebook, mode = sys.argv[1:5]
     target = Path(out).absolute()
-    real_replace = os.replace
-    def replace(src, dst, *args, **kwargs):
-        real_replace(src, dst, *args, **kwargs)
-        if Path(dst).absolute().parent == target:
+    if mode == "exchange":
+        real_exchange = reportrun._rename_exchange
+        def exchange(a, b):
+            real_exchange(a, b)
             os.kill(os.getpid(), signal.SIGKILL)
-    os.replace = replace
+        reportrun._rename_exchange = exchange
+    else:
+        def unsupported(a, b):
+            raise OSError(errno.EINVAL, "exchange unsupported (test)")
+        reportrun._rename_exchange = unsupported
+        real_rename = os.rename
+        def rename(src, dst, *args, **kwargs):
+            real_rename(src, dst, *args, **kwargs)
+            if Path(src).absolute() == target:
+                os.kill(os.getpid(), signal.SIGKILL)
+        os.rename = rename
     reportrun.build_report(run, out, progress=False, notebook=notebook)
 """)
 
@@ -633,7 +645,10 @@ def _outputs(out: Path) -> dict:
 
 
 def _staging(out: Path) -> list[str]:
-    return sorted(p.name for p in out.iterdir() if p.name.startswith(".capbench-report-"))
+    """Staging folders of reports into ``out``: beside it (``.OUT.capbench-*``) or, shared, inside it."""
+    beside = [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.capbench-")]
+    inside = [p for p in out.iterdir() if p.name.startswith(".capbench-report-")] if out.is_dir() else []
+    return sorted(str(p.relative_to(out.parent)) for p in beside + inside)
 
 
 def _two_runs(root: Path) -> tuple[Path, Path]:
@@ -660,8 +675,8 @@ def killed_reports(tmp_path_factory):
     build_report(old, out, progress=False, notebook=notebook)
     previous = _outputs(out)
     assert sorted(previous) == sorted(OUTPUT_FILES)
-    publish_out = root / "publish-out"
-    shutil.copytree(out, publish_out)
+    out_previous = root / "out-previous"
+    shutil.copytree(out, out_previous)
 
     rng = random.Random(int(os.environ.get("CAPBENCH_FUZZ_SEED", "8")))
     observations = []
@@ -685,19 +700,24 @@ def killed_reports(tmp_path_factory):
                 os.kill(p, signal.SIGKILL)
         observations.append({"delay": delay, "outputs": _outputs(out), "staging": _staging(out), "orphans": orphans,
                              "family": sorted(family),
-                             "staging_files": {s: sorted(q.name for q in (out / s).iterdir()) for s in _staging(out)}})
+                             "staging_files": {s: sorted(q.name for q in (out.parent / s).iterdir())
+                                               for s in _staging(out)}})
 
-    proc = subprocess.run([sys.executable, "-c", _PUBLISH_KILLER, str(new), str(publish_out), str(notebook)],
-                          check=False, capture_output=True, text=True, timeout=300)
-    publish = {"rc": proc.returncode, "stderr": proc.stderr, "outputs": _outputs(publish_out),
-               "staging": _staging(publish_out)}
-    try:
-        build_report(new, publish_out, progress=False, notebook=notebook)
-        recovery = {"error": None}
-    except Exception as exc:  # noqa: BLE001 - reported by test_report_after_a_kill_succeeds
-        recovery = {"error": repr(exc)}
-    recovery.update(outputs=_outputs(publish_out), staging=_staging(publish_out))
-    return {"old": old, "new": new, "out": out, "publish_out": publish_out, "previous": previous,
+    publish, recovery = {}, {}
+    for mode in ("exchange", "renames"):
+        target = root / f"publish-out-{mode}"
+        shutil.copytree(out_previous, target)
+        proc = subprocess.run([sys.executable, "-c", _PUBLISH_KILLER, str(new), str(target), str(notebook), mode],
+                              check=False, capture_output=True, text=True, timeout=300)
+        publish[mode] = {"rc": proc.returncode, "stderr": proc.stderr, "outputs": _outputs(target),
+                         "staging": _staging(target), "out": target}
+        try:
+            build_report(new, target, progress=False, notebook=notebook)
+            recovery[mode] = {"error": None}
+        except Exception as exc:  # noqa: BLE001 - reported by test_report_after_a_kill_succeeds
+            recovery[mode] = {"error": repr(exc)}
+        recovery[mode].update(outputs=_outputs(target), staging=_staging(target), out=target)
+    return {"old": old, "new": new, "out": out, "previous": previous,
             "observations": observations, "publish": publish, "recovery": recovery}
 
 
@@ -731,32 +751,42 @@ def test_killed_report_leaves_no_kernel_running(killed_reports):
         assert obs["orphans"] == [], f"kernel processes outlived the killed report by 15 s: {obs['orphans']}"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: reportrun._publish moves the four outputs into place one os.replace at "
-                   "a time; a SIGKILL between two renames (kill -9, OOM killer, power loss) leaves the new metrics.json "
-                   "next to the previous summary.md, report.ipynb and report.html, though the docstring says the "
-                   "directory never mixes two reports (its rollback runs only for exceptions)")
-def test_kill_between_two_renames_does_not_mix_two_reports(killed_reports):
-    publish = killed_reports["publish"]
+@pytest.mark.parametrize("mode", ["exchange", "renames"])
+def test_kill_at_the_commit_point_does_not_mix_two_reports(killed_reports, mode):
+    """Killed right after the folder exchange: the new report, complete.  Killed between the fallback's two
+    renames: no outputs (the previous ones wait in a hidden folder beside, restored by the next build)."""
+    publish = killed_reports["publish"][mode]
     assert publish["rc"] == -signal.SIGKILL, publish["stderr"][-2000:]
-    json.loads(publish["outputs"]["metrics.json"])  # each file is whole...
-    state = _classify(publish["outputs"], killed_reports["previous"], killed_reports["new"],
-                      killed_reports["publish_out"])
-    assert state in ("previous", "new"), state  # ...but the set must be one report
+    state = _classify(publish["outputs"], killed_reports["previous"], killed_reports["new"], publish["out"])
+    assert state == {"exchange": "new", "renames": "none"}[mode], state
+    if mode == "renames":
+        assert [s for s in publish["staging"] if s.endswith(".previous")], publish["staging"]
 
 
-def test_report_after_a_kill_succeeds(killed_reports):
-    recovery = killed_reports["recovery"]
+@pytest.mark.parametrize("mode", ["exchange", "renames"])
+def test_report_after_a_kill_succeeds(killed_reports, mode):
+    recovery = killed_reports["recovery"][mode]
     assert recovery["error"] is None, recovery["error"]
-    assert _classify(recovery["outputs"], killed_reports["previous"], killed_reports["new"],
-                     killed_reports["publish_out"]) == "new"
+    assert _classify(recovery["outputs"], killed_reports["previous"], killed_reports["new"], recovery["out"]) == "new"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (minor): a report killed by SIGKILL leaves its staging folder "
-                   "OUT/.capbench-report-*.partial (with .previous/ hard links) behind, and no later report removes "
-                   "stale ones: they accumulate in the output directory")
-def test_stale_staging_folders_are_removed_by_the_next_report(killed_reports):
-    assert killed_reports["publish"]["staging"], "the killed publish left no staging folder (test premise)"
-    assert killed_reports["recovery"]["staging"] == []
+@pytest.mark.parametrize("mode", ["exchange", "renames"])
+def test_stale_staging_folders_are_removed_by_the_next_report(killed_reports, mode):
+    assert killed_reports["publish"][mode]["staging"], "the killed publish left no staging folder (test premise)"
+    assert killed_reports["recovery"][mode]["staging"] == []
+
+
+def test_a_shared_output_directory_is_published_file_by_file(tmp_path):
+    """An output directory holding other files (here the run itself) is never swapped: only the outputs change."""
+    run = tmp_path / "run"
+    rc, _, err = cli("simulate", "--tasks", "3", "--repeats", "1", "--seed", "1", "--out", run)
+    assert rc == 0, err
+    before = {p.name: p.stat().st_ino for p in run.iterdir()}
+    rc, _, err = cli("report", run, "--no-progress")
+    assert rc == 0, err
+    after = {p.name: p.stat().st_ino for p in run.iterdir()}
+    assert {n: after[n] for n in before} == before  # same files, same inodes: nothing moved
+    assert set(after) - set(before) == set(OUTPUT_FILES) and not _staging(run)
 
 
 # =========================================================================== determinism
