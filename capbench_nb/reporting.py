@@ -645,7 +645,7 @@ def _table(
     return f'<div class="cb-scroll">{table}</div>' if scroll else table
 
 
-def _frame_cell(value: Any) -> Any:
+def _frame_cell(value: Any, *, identifier: bool) -> Any:
     if _is_null(value):
         return NA
     if isinstance(value, (bool, np.bool_)):
@@ -653,8 +653,9 @@ def _frame_cell(value: Any) -> Any:
     if isinstance(value, numbers.Integral):
         return fmt_count(value)
     if isinstance(value, numbers.Real):
-        return f"{float(value):.4g}"
-    return _id(value) if isinstance(value, str) else value
+        v = float(value)
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+    return _id(value) if identifier else value
 
 
 def show_table(frame: pd.DataFrame, *, caption: str | None = None, max_rows: int = 1000) -> None:
@@ -662,9 +663,11 @@ def show_table(frame: pd.DataFrame, *, caption: str | None = None, max_rows: int
 
     pandas' own HTML escapes ``< > &`` but leaves control and bidi characters
     of run-supplied strings raw; here every cell goes through
-    :func:`html_escape`.  Missing values show as n/a, integers with thousands
-    separators, other numbers with 4 significant digits; numeric columns are
-    right-aligned.
+    :func:`html_escape` (columns named ``task_id`` or ``*_id`` as identifiers:
+    monospace, bidi-isolated, long ones clipped with the full text on hover).
+    Missing values show as n/a, integers and numbers from 1,000 up with
+    thousands separators, other numbers with 4 significant digits; numeric
+    columns are right-aligned.
 
     Parameters
     ----------
@@ -678,7 +681,8 @@ def show_table(frame: pd.DataFrame, *, caption: str | None = None, max_rows: int
     numeric = tuple(i for i, c in enumerate(frame.columns)
                     if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))
     shown = frame.head(max_rows)
-    rows = [[_frame_cell(v) for v in row] for row in shown.itertuples(index=False, name=None)]
+    ids = [str(c) == "task_id" or str(c).endswith("_id") for c in frame.columns]
+    rows = [[_frame_cell(v, identifier=i) for v, i in zip(row, ids)] for row in shown.itertuples(index=False, name=None)]
     html = _table([str(c) for c in frame.columns], rows, numeric=numeric, caption=caption, scroll=True)
     if len(frame) > max_rows:
         html += _p(f"First {max_rows:,} of {len(frame):,} rows shown.", "cb-note")

@@ -471,3 +471,36 @@ def test_show_anomalies_lists_invalid_lines(tmp_path, captured):
     assert "2 invalid lines" in html
     md = summary_markdown(doc)
     assert "2 invalid lines skipped with --allow-invalid" in md and "(with --allow-invalid)" in md
+
+
+# --------------------------------------------------------------------------- show_table
+
+
+def test_show_table_escapes_and_formats_every_cell(captured):
+    frame = pd.DataFrame({
+        "task_id": ["<b>t\u202e1</b>", "t2\x1b[2J"],
+        "message": ["a & b\x00", None],
+        "n": pd.array([1234567, None], dtype="Int64"),
+        "p": pd.array([0.031250001, None], dtype="Float64"),
+        "median": [23920.4, 1.5],
+        "ok": [True, False],
+    })
+    rp.show_table(frame, caption="<i>cap</i>")
+    html = html_of(captured)
+    assert "<b>" not in html and "<i>" not in html and "&lt;b&gt;" in html and "&lt;i&gt;cap" in html
+    for raw in ("\u202e", "\x1b", "\x00"):
+        assert raw not in html
+    assert "\\u202e" in html and '<bdi class="cb-id"' in html  # the id column as an identifier
+    assert "a &amp; b" in html
+    assert "1,234,567" in html and "0.03125" in html and "23,920" in html and "1.5" in html
+    assert html.count(">n/a<") == 3  # a missing message, n and p: never 0, never blank
+    assert ">yes<" in html and ">no<" in html
+    cells = re.findall(r"<th( class=\"num\")?>([^<]*)</th>", html)
+    assert [(bool(num), name) for num, name in cells] == [
+        (False, "task_id"), (False, "message"), (True, "n"), (True, "p"), (True, "median"), (False, "ok")]
+
+
+def test_show_table_caps_rows_and_says_so(captured):
+    rp.show_table(pd.DataFrame({"x": range(12)}), max_rows=5)
+    html = html_of(captured)
+    assert html.count("<tr>") == 6 and "First 5 of 12 rows shown." in html
