@@ -158,14 +158,16 @@ class _Prepared:
                 self._prefix[k] = hit
         return hit
 
-    def prefixes(self, k: int) -> None:
-        """:meth:`prefix` for every j = 1..k at once (a task x attempt histogram), when it is small."""
+    def prefixes(self, k: int) -> bool:
+        """:meth:`prefix` for every j = 1..k at once (a task x attempt histogram), when it is small.
+
+        Returns whether every j is now known."""
         k = int(k)
         if k < 1 or all(j in self._prefix for j in range(1, k + 1)):
-            return
+            return True
         width = k + 2  # bucket 0: attempts <= 0, 1..k, k+1: above k
         if self.n_tasks * width > max(4 * len(self.pos), 1 << 20):
-            return  # prefix(j) one by one instead
+            return False  # prefix(j) one by one, or all_pass_counts, instead
         e = self.eligible
         bucket = np.clip(self.attempt[e], 0, k + 1)
         cell = self.pos[e] * width + bucket
@@ -173,6 +175,61 @@ class _Prepared:
         won = np.bincount(cell[self.success[e]], minlength=self.n_tasks * width).reshape(self.n_tasks, width).cumsum(axis=1)
         for j in range(1, k + 1):
             self._prefix.setdefault(j, (np.ascontiguousarray(size[:, j]), np.ascontiguousarray(won[:, j])))
+        return True
+
+    def all_pass_counts(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`pass_counts` for every j = 1..k, as three arrays indexed by j (index 0 unused), in
+        O(rows + tasks + k) time and memory instead of O(k x (rows + tasks)).
+
+        Per task: r, the length of the run of present and eligible attempts 1, 2, ...; s, its first
+        success in that run; u, the length of its run of successes.  Then the task is j-eligible
+        exactly when r >= j, counts for pass@j when also s <= j, and for pass^j when u >= j.  That
+        holds when no (task, attempt) pair repeats and every attempt is >= 1 (always so for a loaded
+        run); otherwise None (the caller counts j by j).
+        """
+        k = int(k)
+        e = self.eligible
+        pos, att, won = self.pos[e], self.attempt[e], self.success[e]
+        if att.size and int(att.min()) < 1:
+            return None
+        order = np.lexsort((att, pos))
+        pos, att, won = pos[order], att[order], won[order]
+        first = np.ones(pos.size, dtype=bool)
+        if pos.size > 1:
+            same_task = pos[1:] == pos[:-1]
+            if (same_task & (att[1:] == att[:-1])).any():
+                return None
+            first[1:] = ~same_task
+        index = np.arange(pos.size)
+        rank = index - np.maximum.accumulate(np.where(first, index, 0)) + 1  # 1-based within the task
+        in_run = att == rank  # attempts 1..rank all present and eligible (a prefix of each task's rows)
+        n_tasks = self.n_tasks
+        run = np.bincount(pos[in_run], minlength=n_tasks)
+
+        def first_in_task(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """Tasks with a row in ``mask``, and the attempt of the first such row of each."""
+            p, a = pos[mask], att[mask]
+            head = np.ones(p.size, dtype=bool)
+            if p.size > 1:
+                head[1:] = p[1:] != p[:-1]
+            return p[head], a[head]
+
+        s_task, s_att = first_in_task(in_run & won)
+        f_task, f_att = first_in_task(in_run & ~won)
+        streak = run.copy()
+        streak[f_task] = f_att - 1
+
+        def at_least(values: np.ndarray) -> np.ndarray:  # [#{v >= j} for j = 0..k]
+            hist = np.bincount(np.minimum(values, k), minlength=k + 1)
+            return hist[::-1].cumsum()[::-1]
+
+        def at_most(values: np.ndarray) -> np.ndarray:  # [#{v <= j} for j = 0..k]
+            return np.bincount(np.minimum(values, k + 1), minlength=k + 2)[: k + 1].cumsum()
+
+        n = at_least(run)
+        at = at_most(s_att) - at_most(run[s_task] + 1)  # first success <= j <= run
+        hat = at_least(streak)
+        return n, at, hat
 
     def k_eligible(self, k: int) -> np.ndarray:
         """Per planned task: attempts 1..k all present and eligible."""
@@ -539,7 +596,11 @@ def prefix_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confiden
 def prefix_rates(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> list[tuple[int, Rate, Rate]]:
     """``[(j, pass@j, pass^j)]`` for j = 1..k: the values of :func:`prefix_curve`, as :class:`Rate` objects."""
     p = _prepare(attempts, plan)
-    p.prefixes(k)
+    counts = None if p.prefixes(k) else p.all_pass_counts(k)
+    if counts is not None:  # many tasks times a large k: no prefix table per j
+        n, at, hat = counts
+        return [(j, _rate(int(at[j]), int(n[j]), len(plan), confidence), _rate(int(hat[j]), int(n[j]), len(plan), confidence))
+                for j in range(1, int(k) + 1)]
     out = []
     for j in range(1, int(k) + 1):
         n, at, hat = p.pass_counts(j, keep=j == k)  # (a curve over a huge k keeps no table per j)
@@ -592,15 +653,22 @@ def unbiased_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, max_j: int | N
     top = int(counts["n"].min())
     if max_j is not None:
         top = min(top, int(max_j))
-    # Few distinct (n, c) pairs even for many tasks: compute each once, exactly.
-    pairs = counts.groupby(["n", "c"]).size()
+    # Few distinct (n, c) pairs even for many tasks: compute each once, exactly.  The binomial
+    # coefficients are exact integers carried from j - 1 to j (C(m, j) = C(m, j-1) * (m-j+1) / j,
+    # an exact division), the same integers math.comb gives, in O(digits) per step instead of
+    # from scratch: a task with thousands of eligible attempts takes milliseconds, not seconds.
+    pairs = [(int(n), int(c), int(weight)) for (n, c), weight in counts.groupby(["n", "c"]).size().items()]
+    combs = [[1, 1, 1] for _ in pairs]  # C(n, j), C(n - c, j), C(c, j) at j = 0
     tasks = int(len(counts))
     rows = []
     for j in range(1, top + 1):
         at, hat = [], []
-        for (n, c), weight in pairs.items():
-            total = math.comb(int(n), j)
-            at.extend([1.0 - math.comb(int(n - c), j) / total] * int(weight))
-            hat.extend([math.comb(int(c), j) / total] * int(weight))
+        for (n, c, weight), comb in zip(pairs, combs):
+            comb[0] = comb[0] * (n - j + 1) // j
+            comb[1] = comb[1] * max(n - c - j + 1, 0) // j
+            comb[2] = comb[2] * max(c - j + 1, 0) // j
+            total = comb[0]
+            at.extend([1.0 - comb[1] / total] * weight)
+            hat.extend([comb[2] / total] * weight)
         rows.append({"j": j, "pass@j": math.fsum(at) / tasks, "pass^j": math.fsum(hat) / tasks, "tasks": tasks})
     return pd.DataFrame(rows, columns=columns)
