@@ -32,7 +32,15 @@ import numpy as np
 import pandas as pd
 
 from .errors import InvalidRunError
-from .evidence import EvidenceError, EvidenceResolver, _inside, check_relative_path, open_input, parse_pointer, read_regular_file
+from .evidence import (
+    EvidenceError,
+    EvidenceResolver,
+    _inside,
+    check_relative_path,
+    open_input,
+    parse_pointer,
+    read_regular_file,
+)
 from .schema import (
     FAILURE_CLASSES,
     FAILURE_STAGES,
@@ -283,6 +291,10 @@ def _surrogate_message(pointer: str, text: str) -> str:
             "valid JSON syntax, but not Unicode text")
 
 
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n and not n % (1 << 20) else f"{n} bytes"
+
+
 def _is_int(v: Any) -> bool:
     return type(v) is int
 
@@ -342,7 +354,7 @@ def _read_manifest_bytes(path: str | os.PathLike, file: str) -> bytes:
     """The bytes of manifest.json: at most MAX_MANIFEST_BYTES, never blocking on a FIFO."""
     too_large = InvalidRunError(
         file, "manifest-too-large",
-        f"manifest.json is larger than {MAX_MANIFEST_BYTES >> 20} MiB, the limit this toolkit reads "
+        f"manifest.json is larger than {_size(MAX_MANIFEST_BYTES)}, the limit this toolkit reads "
         "(a plan of about half a million tasks); is it a manifest?")
     try:
         with open_input(path) as fh:
@@ -1344,7 +1356,7 @@ def _read_results_exact(
                         _raise_earliest_duplicate(columns, lines, file)
                     raise InvalidRunError(
                         file, "line-too-long",
-                        f"the line is longer than {MAX_LINE_BYTES >> 20} MiB, the limit this toolkit reads (a record "
+                        f"the line is longer than {_size(MAX_LINE_BYTES)}, the limit this toolkit reads (a record "
                         "is a few hundred bytes); the file is refused as a whole", line=lineno)
                 digest.update(raw)
                 stripped = raw.strip()

@@ -179,6 +179,29 @@ def _bad_lines() -> list:
     for artifact_dir in ("../outside", "attempts/../../outside", "attempts/t1/..", "/tmp", "/", "a\\..\\b", "\\x",
                          "a\x00b"):
         cases.append((f"artifact-dir-{artifact_dir!r}", rec("t2", 1, artifact_dir=artifact_dir)))
+    # A lone surrogate escape (json.dumps writes "\udcff" as that escape) in every kind of string: invalid-unicode.
+    for where, line in (
+        ("task-id", rec("t2\udcff", 1)),
+        ("task-id-high", rec("t2\ud800", 1)),
+        ("task-id-high-then-ascii-escape", json.dumps(rec("t2", 1)).replace('"t2"', '"t2\\ud83d\\u0041"')),
+        ("task-id-reversed-pair", json.dumps(rec("t2", 1)).replace('"t2"', '"t2\\ude00\\ud83d"')),
+        ("artifact-dir", rec("t2", 1, artifact_dir="a\udcff")),
+        ("cost-source", rec("t2", 1, cost=0.1, cost_source="p\udcff")),
+        ("telemetry-source-value", rec("t2", 1, telemetry_source={"task_wall_ms": "x\udcff"})),
+        ("telemetry-source-key", rec("t2", 1, telemetry_source={"task_wall_ms\udcff": "x"})),
+        ("evidence", failed("t2", 1, artifact_dir=tv.ARTIFACT_DIR, failure_stage="setup", failure_class="environment",
+                            agent_eligible=False, evidence=["attempt.json#/setup\udcff"])),
+        ("failure-class", failed("t2", 1, failure_class="agent\udcff")),
+        ("extra-field-value", rec("t2", 1, note="\udcff")),
+        ("extra-field-key", rec("t2", 1, **{"note\udcff": 1})),
+    ):
+        cases.append((f"lone-surrogate-{where}", json.dumps(line) if isinstance(line, dict) else line))
+    # Integer literals longer than Python converts (4300 digits): number-too-large, in any numeric field.
+    digits = "1" * 4301
+    for field in ('"attempt": 1', '"tool_calls": 4', '"setup_ms": 2310.5', '"quality_score": 0.9'):
+        name = field.split(":")[0].strip('"')
+        cases.append((f"int-over-4300-digits-{name}", json.dumps(rec("t2", 1)).replace(field, f'"{name}": {digits}')))
+    cases.append(("int-over-4300-digits-extra", json.dumps(rec("t2", 1, note=0)).replace('"note": 0', f'"note": -{digits}')))
     return cases
 
 
@@ -201,10 +224,63 @@ def test_invalid_last_line_without_blank_lines(tmp_path, bad):
 
 
 def test_lone_surrogate_escape_is_left_to_the_exact_path(tmp_path):
-    # "\ud800" decodes to a Python string the exact path takes (and then cannot store: a
-    # pre-existing limitation, unchanged); pyarrow refuses it, so the fast path declines.
+    # "\ud800" decodes to a Python string that is not Unicode text: pyarrow refuses it, so the
+    # fast path declines, and the exact path names the line (invalid-unicode).
     run = write(tmp_path, [tv.record("t1", 1), json.dumps(tv.record("\ud800", 1))])
     assert loading._read_results_fast(run / "results.jsonl", run_dir=run) is None
+    with pytest.raises(InvalidRunError) as info:
+        loading.read_results(run / "results.jsonl", run_dir=run)
+    assert (info.value.rule, info.value.line) == ("invalid-unicode", 2)
+    assert info.value.pointer is None and "/task_id" in info.value.message
+    records, invalid, _ = loading.read_results(run / "results.jsonl", run_dir=run, strict=False)
+    assert len(records) == 1
+    assert [(a["line"], a["rule"], a["task_id"], a["attempt"]) for a in invalid] == [(2, "invalid-unicode", None, None)]
+
+
+_NEW_RULES = [(i, b) for i, b in BAD if i.startswith(("lone-surrogate", "int-over"))]
+
+
+@pytest.mark.parametrize("name,bad", _NEW_RULES, ids=[i for i, _ in _NEW_RULES])
+def test_lone_surrogates_and_overlong_integers_name_their_line(tmp_path, name, bad):
+    run = write(tmp_path, tv.third_line(bad))
+    with pytest.raises(InvalidRunError) as info:
+        loading.read_results(run / "results.jsonl", run_dir=run)
+    assert info.value.line == 3
+    assert info.value.rule == ("invalid-unicode" if name.startswith("lone") else "number-too-large")
+
+
+def test_surrogate_pairs_are_text(tmp_path):
+    """A surrogate pair escape is one character (an emoji as json.dumps writes it): valid, accepted by both paths."""
+    run = write(tmp_path, [json.dumps(tv.record("t\U0001f600", 1)),
+                           json.dumps(tv.record("t1", 1, telemetry_source={"task_wall_ms": "\U0001f600"}))])
+    assert "\\ud83d\\ude00" in (run / "results.jsonl").read_text()
+    assert_same_as_exact(run, accepted=True)
+    assert loading.read_results(run / "results.jsonl", run_dir=run)[0]["task_id"].tolist() == ["t\U0001f600", "t1"]
+
+
+@pytest.mark.parametrize("limit", [120, 300])
+def test_a_line_above_the_length_limit_refuses_the_file(tmp_path, monkeypatch, limit):
+    """schema.MAX_LINE_BYTES (128 MiB), patched small: a longer line refuses the file in both modes; a line of
+    exactly the limit is read."""
+    monkeypatch.setattr(loading, "MAX_LINE_BYTES", limit)
+    short = json.dumps({"task_id": "t1", "attempt": 1, "success": True, "agent_eligible": True,
+                        "failure_class": ""}, separators=(",", ":"))
+    exact = short[:-1] + "," + '"n":"' + "x" * (limit - len(short) - 7) + '"}'
+    assert len(exact) == limit
+    second = short.replace('"attempt":1', '"attempt":2')
+    run = write(tmp_path, [exact, second], name="at-limit")
+    assert len(loading.read_results(run / "results.jsonl", run_dir=run)[0]) == 2
+    for strict in (True, False):
+        long = exact[:-2] + 'xx"}'
+        run = write(tmp_path, [short, long, short.replace('"attempt":1', '"attempt":3')], name=f"over-{strict}")
+        with pytest.raises(InvalidRunError) as info:
+            loading.read_results(run / "results.jsonl", run_dir=run, strict=strict)
+        assert (info.value.rule, info.value.line) == ("line-too-long", 2)
+    # an earlier duplicate is still the first problem of a strict read
+    run = write(tmp_path, [short, short, exact[:-2] + 'xx"}'], name="dup-first")
+    with pytest.raises(InvalidRunError) as info:
+        loading.read_results(run / "results.jsonl", run_dir=run)
+    assert (info.value.rule, info.value.line) == ("duplicate-attempt", 2)
 
 
 @pytest.mark.parametrize(

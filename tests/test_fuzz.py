@@ -50,6 +50,7 @@ from capbench_nb.cli import main
 from capbench_nb.export import compute_metrics, dumps
 from capbench_nb.loading import load_run
 from capbench_nb.schema import (
+    MAX_REPEATS,
     TELEMETRY_BOOL_FIELDS,
     TELEMETRY_COUNT_FIELDS,
     TELEMETRY_FIELDS,
@@ -800,6 +801,64 @@ def test_plan_with_a_million_repeats_finishes_in_bounded_memory(tmp_path):
         assert (tmp_path / "out" / "metrics.json").stat().st_size < 50_000_000
 
 
+@pytest.mark.parametrize("where,value,rc", [
+    ("repeats", MAX_REPEATS, 0), ("repeats", MAX_REPEATS + 1, 2),
+    ("repeats_override", MAX_REPEATS, 0), ("repeats_override", MAX_REPEATS + 1, 2), ("repeats_override", 2**64, 2),
+])
+def test_planned_repeats_limit(tmp_path, where, value, rc):
+    """schema.MAX_REPEATS (docs/format-notes.md): at the limit, a run; above it, repeats-too-large on its pointer."""
+    doc = copy.deepcopy(SIMPLE_MANIFEST)
+    if where == "repeats":
+        doc["plan"]["tasks"][0]["repeats"] = value
+        pointer = "/plan/tasks/0/repeats"
+    else:
+        doc["plan"]["repeats_override"] = value
+        pointer = "/plan/repeats_override"
+    run = write(tmp_path / "run", doc, compact(FIRST) + b"\n")
+    got, _, err = run_metrics(run, tmp_path / "out")
+    assert got == rc, err
+    if rc == 2:
+        check_error(err, run, f"manifest.json#{pointer}", "repeats-too-large")
+    else:
+        doc = read_doc(tmp_path / "out")
+        assert doc["k"] == MAX_REPEATS and len(doc["curves"]["planned_prefix"]) == MAX_REPEATS
+
+
+def test_curves_over_many_tasks_and_a_large_k_equal_the_counts_j_by_j():
+    """With many tasks times a large k, the planned-prefix curve is counted in one pass (no table per j):
+    the same numbers as counting each j, on random runs with gaps, ineligible attempts and extra attempts."""
+    import random
+
+    import numpy as np
+    import pandas as pd
+
+    from capbench_nb.metrics import _Prepared, prefix_rates
+
+    rnd = random.Random(8)
+    for trial in range(60):
+        n_tasks, k = rnd.randint(1, 40), rnd.choice([1, 2, 3, 7, 30])
+        rows = []
+        for t in range(n_tasks):
+            for a in range(1, k + 3):
+                if rnd.random() < 0.15:
+                    continue
+                eligible = rnd.random() < 0.85
+                success = eligible and rnd.random() < 0.6
+                rows.append((f"t{t}", a, success, eligible))
+        rnd.shuffle(rows)
+        attempts = pd.DataFrame(rows, columns=["task_id", "attempt", "success", "agent_eligible"]).astype(
+            {"task_id": "string", "attempt": "Int64", "success": "boolean", "agent_eligible": "boolean"})
+        plan = pd.DataFrame({"task_id": pd.array([f"t{t}" for t in range(n_tasks)], dtype="string"),
+                             "planned_repeats": np.array([k + rnd.randint(0, 2) for _ in range(n_tasks)], dtype="int64")})
+        counts = _Prepared(attempts, plan).all_pass_counts(k)
+        each = _Prepared(attempts, plan)
+        assert [(int(counts[0][j]), int(counts[1][j]), int(counts[2][j])) for j in range(1, k + 1)] == [
+            each.pass_counts(j) for j in range(1, k + 1)], trial
+        rates = prefix_rates(attempts, plan=plan, k=k)
+        assert [(at.successes, hat.successes, at.n) for _, at, hat in rates] == [
+            each.pass_counts(j)[1:] + each.pass_counts(j)[:1] for j in range(1, k + 1)], trial
+
+
 @pytest.mark.parametrize("field", ["task_id", "artifact_dir", "cost_source", "telemetry_source", "plan-task", "plan-label"])
 def test_lone_surrogate_escapes_in_strings(tmp_path, field):
     manifest_doc = copy.deepcopy(SIMPLE_MANIFEST)
@@ -886,6 +945,72 @@ def test_endless_file_is_refused_with_a_clear_message(tmp_path):
     for which, (rc, err) in outcomes.items():
         assert rc == 2, (which, err[-300:])
         check_error(err)
+
+
+def test_manifest_above_the_size_limit_is_refused(tmp_path, monkeypatch):
+    """schema.MAX_MANIFEST_BYTES (64 MiB), patched small: a larger manifest is refused before it is parsed."""
+    import capbench_nb.loading
+
+    run = _flip_run(tmp_path / "run")
+    size = (run / "manifest.json").stat().st_size
+    monkeypatch.setattr(capbench_nb.loading, "MAX_MANIFEST_BYTES", size)
+    rc, _, err = run_metrics(run, tmp_path / "out")
+    assert rc == 0, err
+    monkeypatch.setattr(capbench_nb.loading, "MAX_MANIFEST_BYTES", size - 1)
+    for extra in ((), ("--allow-invalid",)):
+        rc, _, err = run_metrics(run, tmp_path / "out", *extra)
+        assert rc == 2
+        check_error(err, run, "manifest.json", "manifest-too-large")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_verify_refuses_a_metrics_json_that_is_not_a_regular_file(tmp_path, kind):
+    run = _flip_run(tmp_path / "run")
+    out = tmp_path / "out"
+    out.mkdir()
+    if kind == "fifo":
+        os.mkfifo(out / "metrics.json")
+    else:
+        os.symlink("/dev/zero", out / "metrics.json")
+    try:
+        with _deadline(5):
+            rc, _, err = cli("verify", run, "--out", out)
+    except _Hang as exc:
+        pytest.fail(f"verify hung on a {kind} metrics.json: {exc}")
+    assert rc == 2
+    check_error(err, rule="metrics-unreadable")
+    assert "not a regular file" in err
+
+
+def test_evidence_file_with_an_overlong_integer_is_an_evidence_error(tmp_path):
+    run = _flip_run(tmp_path / "run")
+    (run / "attempts" / "t1" / "1" / "attempt.json").write_text('{"setup": {"status": "failed"}, "n": ' + "7" * 5000 + "}")
+    rc, _, err = run_metrics(run, tmp_path / "out")
+    assert rc == 2
+    check_error(err, run, "results.jsonl:1", "evidence")
+    rc, _, err = run_metrics(run, tmp_path / "out", "--allow-invalid")
+    assert rc == 0, err
+    assert [(a["line"], rule_of(a)) for a in read_doc(tmp_path / "out")["anomalies"]] == [(1, "evidence")]
+
+
+@pytest.mark.parametrize("pointer", ["/run_id", "/suite/name", "/config/model", "/plan/tasks/1/task_id",
+                                     "/plan/tasks/0/app", "/config/k\udcffey"])
+def test_lone_surrogate_anywhere_in_the_manifest_names_its_pointer(tmp_path, pointer):
+    doc = copy.deepcopy(FLIP_MANIFEST)
+    *parents, last = [int(p) if p.isdigit() else p for p in pointer.split("/")[1:]]
+    node = doc
+    for p in parents:
+        node = node[p]
+    if "\udcff" in str(last):
+        node[last] = "value"
+    else:
+        node[last] = node[last] + "\udcff"
+    run = write(tmp_path / "run", doc, FLIP_BYTES)
+    rc, _, err = run_metrics(run, tmp_path / "out", "--slice", "model")
+    assert rc == 2
+    check_error(err, rule="invalid-unicode")
+    shown = pointer.encode("ascii", "backslashreplace").decode()  # the surrogate of a key is shown as its escape
+    assert f"{run}/manifest.json#{shown}: " in err
 
 
 def test_results_symlink_to_dev_null_is_an_empty_run(tmp_path):
