@@ -107,20 +107,21 @@ def check_relative_path(path: str, what: str) -> None:
 
 
 class NotARegularFile(OSError):
-    """An input path names a FIFO, a socket or (where refused) a device: not read, as reading could block."""
+    """An input path names a FIFO, a socket or a device: refused unread (reading could block or never end)."""
 
 
-def open_input(path: str | os.PathLike, *, devices: bool = True) -> BinaryIO:
+def open_input(path: str | os.PathLike, *, null_device: bool = True) -> BinaryIO:
     """Open an input file for reading in binary mode, without ever blocking in ``open()``.
 
-    The file is opened with ``O_NONBLOCK`` (a FIFO without a writer opens at once), checked with
-    ``fstat`` on the open descriptor (no race with a rename), and switched back to blocking
-    reads.  A FIFO or a socket raises :class:`NotARegularFile` (an ``OSError`` whose
-    ``strerror`` says what the file is); so does a character or block device unless ``devices``
-    (``/dev/null`` in place of results.jsonl is an empty run; an endless device is bounded by
-    the readers' size limits).  A directory raises ``IsADirectoryError``, as ``open()`` does.
+    The file is opened with ``O_NONBLOCK`` (a FIFO without a writer opens at once) and checked
+    with ``fstat`` on the open descriptor (no race with a rename).  Anything but a regular file
+    raises :class:`NotARegularFile` (an ``OSError`` whose ``strerror`` says what the file is):
+    a FIFO or a socket could block for ever, a device such as ``/dev/zero`` or a terminal never
+    end.  The one exception, with ``null_device``, is the null device (``results.jsonl ->
+    /dev/null`` is a run without attempts).  A directory raises ``IsADirectoryError``, as
+    ``open()`` does.
     """
-    fd = _open_fd(path, devices)
+    fd = _open_fd(path, null_device)
     try:
         return open(fd, "rb", closefd=True)
     except BaseException:
@@ -129,7 +130,7 @@ def open_input(path: str | os.PathLike, *, devices: bool = True) -> BinaryIO:
 
 
 def read_regular_file(path: str | os.PathLike) -> bytes:
-    """The whole content of a regular file (as :func:`open_input` with ``devices=False``, read at once)."""
+    """The whole content of a regular file (as :func:`open_input` with ``null_device=False``, read at once)."""
     fd = _open_fd(path, False)
     try:
         parts = []
@@ -147,23 +148,27 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | _NONBLOCK
 
 
-def _open_fd(path: str | os.PathLike, devices: bool) -> int:
+def _is_null_device(st: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and stat.S_ISCHR(null.st_mode) and st.st_rdev == null.st_rdev
+
+
+def _open_fd(path: str | os.PathLike, null_device: bool) -> int:
     """A read-only descriptor of ``path`` after the checks of :func:`open_input`."""
     fd = os.open(path, _FLAGS)
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        mode = st.st_mode
         if stat.S_ISREG(mode):  # O_NONBLOCK changes nothing for a regular file
             return fd
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        kind = None
-        if stat.S_ISFIFO(mode):
-            kind = "a named pipe (FIFO)"
-        elif stat.S_ISSOCK(mode):
-            kind = "a socket"
-        elif not devices:
-            kind = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
-        if kind is not None:
+        if not (null_device and _is_null_device(st)):
+            kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file")
             raise NotARegularFile(errno.EINVAL, f"it is {kind}, not a regular file", str(path))
         if _NONBLOCK:
             os.set_blocking(fd, True)
