@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidRunError
-from .evidence import EvidenceResolver, EvidenceError
+from .evidence import EvidenceError, EvidenceResolver, resolve_pointer
 from .schema import MAX_SAFE_NUMBER, TELEMETRY_FIELDS
 
 try:  # optional: parses artifact files faster, to the same documents (see _parse_artifact)
@@ -356,6 +356,8 @@ class Artifacts:
     history: dict | None
     #: ``os.path.realpath(directory)`` when read_artifacts computed it (saves resolving it again).
     real_directory: str | None = field(default=None, compare=False, repr=False)
+    #: Set by read_artifacts only: the directory (``os.fspath``) whose files these documents are.
+    _read_from: str | None = field(default=None, compare=False, repr=False)
 
 
 _ABSENT = object()
@@ -498,10 +500,10 @@ def read_artifacts(directory: str | os.PathLike) -> Artifacts:
         Naming the file (and a JSON pointer) when attempt.json is missing, a
         file is not JSON, or a value has the wrong type.
     """
-    directory = Path(directory)
+    directory = directory if isinstance(directory, Path) else Path(directory)
     real_dir = _realpath(directory)
-    base = str(directory)  # str(directory / name) is base + name
-    base = "" if base == "." else base if base.endswith(os.sep) else base + os.sep
+    shown = str(directory)
+    base = "" if shown == "." else shown if shown.endswith(os.sep) else shown + os.sep  # + name: str(directory / name)
     file = base + ATTEMPT
     attempt = _parse_artifact(_read_artifact(file, ATTEMPT, True, real_dir), file, _check_attempt)
     file = base + EPISODE
@@ -510,7 +512,7 @@ def read_artifacts(directory: str | os.PathLike) -> Artifacts:
     file = base + HISTORY
     raw = _read_artifact(file, HISTORY, False, real_dir)
     history = None if raw is None else _parse_artifact(raw, file, _check_history)
-    return Artifacts(directory, attempt, episode, history, real_directory=real_dir)
+    return Artifacts(directory, attempt, episode, history, real_directory=real_dir, _read_from=shown)
 
 
 # --------------------------------------------------------------------------- outcome
@@ -753,7 +755,8 @@ def derive_record(
         resolved = Path(directory).resolve()
     real_run = _KNOWN_REAL.get(os.fspath(run_dir)) or str(Path(run_dir).resolve())
     inside = real_run if real_run.endswith(os.sep) else real_run + os.sep
-    if os.sep == "/" and isinstance(resolved, str) and resolved.startswith(inside):
+    below = os.sep == "/" and isinstance(resolved, str) and resolved.startswith(inside)
+    if below:
         artifact_dir = resolved[len(inside):]  # relpath of a real path below a real path: the rest of it
     else:
         artifact_dir = Path(os.path.relpath(resolved, real_run)).as_posix()
@@ -772,10 +775,25 @@ def derive_record(
         "cost": cost,
         "cost_source": cost_source,
     }
-    resolver = (_RESOLVERS.get(os.fspath(run_dir)) or EvidenceResolver(run_dir)) if record["evidence"] else None
-    for ref in record["evidence"]:  # the rule the loader enforces, checked where the reference is made
+    # Every reference must resolve: the rule the loader enforces, checked where the reference is
+    # made.  A reference into attempt.json or episode.json as read_artifacts just read them from
+    # this directory, which lies below the run (artifact_dir is then relative, without ``..``, and
+    # those files were checked to resolve inside it), resolves exactly where its pointer resolves
+    # in that document; any other is resolved by an EvidenceResolver, reading the file again.
+    documents = {ATTEMPT: art.attempt, EPISODE: art.episode} \
+        if below and art._read_from is not None and art._read_from == os.fspath(directory) else {}
+    resolver = None
+    for ref in record["evidence"]:
+        file, _, pointer = ref.partition("#")
+        if documents.get(file) is not None:
+            try:
+                resolve_pointer(documents[file], pointer)
+                continue
+            except EvidenceError:
+                pass  # the resolver names the problem
+        resolver = resolver or _RESOLVERS.get(os.fspath(run_dir)) or EvidenceResolver(run_dir)
         try:
             resolver.resolve(artifact_dir, ref)
         except EvidenceError as exc:
-            raise InvalidRunError(str(Path(directory) / ref.partition("#")[0]), "evidence", str(exc)) from None
+            raise InvalidRunError(str(Path(directory) / file), "evidence", str(exc)) from None
     return record

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,24 +39,48 @@ class IngestReport:
 
 def attempt_directories(run_dir: str | os.PathLike) -> list[Path]:
     """The ``attempts/<task>/<attempt>/`` directories of a run, in a stable (byte-sorted) order."""
-    root = Path(run_dir) / "attempts"
+    return [Path(directory) for directory in _scan(run_dir)[0]]
+
+
+def _scan(run_dir: str | os.PathLike) -> tuple[list[str], dict[str, str]]:
+    """:func:`attempt_directories` as strings (each ``str`` of its Path), and the real path
+    (``os.path.realpath``) of the run, of ``attempts`` and of every directory below it.
+
+    The real paths cost no system call per directory: below a resolved directory, a name that
+    is not a symlink resolves to itself, and the directory listing says which names are symlinks.
+    """
+    run = Path(run_dir)
+    root = run / "attempts"
     if not root.is_dir():
-        return []
-    found = []
+        return [], {}
+    top, root_str = os.fspath(run), os.fspath(root)
+    real = {top: os.path.realpath(top)}
+    real_root = os.path.join(real[top], "attempts")
+    real[root_str] = os.path.realpath(root_str) if os.path.islink(real_root) else real_root
 
-    def subdirectories(path: Path) -> list:  # (entries' is_dir follows symlinks, as Path.is_dir does)
+    def subdirectories(path: str, real_path: str) -> list:  # (is_dir follows symlinks, as Path.is_dir does)
         with os.scandir(path) as entries:
-            return sorted((e.name for e in entries if e.is_dir()), key=os.fsencode)
+            found = [(e.name, e.is_symlink()) for e in entries if e.is_dir()]
+        found.sort(key=lambda item: os.fsencode(item[0]))
+        out = []
+        for name, link in found:
+            child = path + os.sep + name  # str(Path(path) / name): names hold no separator, never . or ..
+            real[child] = os.path.realpath(child) if link else os.path.join(real_path, name)
+            out.append(child)
+        return out
 
-    for task in subdirectories(root):
-        task_dir = root / task
-        found.extend(task_dir / name for name in subdirectories(task_dir))
-    return found
+    found = []
+    for task_dir in subdirectories(root_str, real[root_str]):
+        found.extend(subdirectories(task_dir, real[task_dir]))
+    return found, real
+
+
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
 
 
 def record_line(record: dict) -> str:
     """One results.jsonl line: compact JSON in the record's key order, UTF-8 text, no NaN."""
-    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(", ", ": ")) + "\n"
+    return _LINE_ENCODER.encode(record) + "\n"
 
 
 def _error_record(directory: Path, run_dir: Path, error: InvalidRunError) -> dict | None:
@@ -131,73 +154,31 @@ class _Progress:
             print(file=sys.stderr, flush=True)
 
 
-def _real_paths(run_dir: Path, directories: list[Path]) -> dict[str, str]:
-    """``os.path.realpath`` of the run directory and of every attempt directory, at one ``lstat``
-    per directory: below a resolved directory, a name that is not a symlink resolves to itself."""
-    top = os.fspath(run_dir)
-    real: dict[str, str] = {top: os.path.realpath(run_dir)}
-
-    def resolve(path: str) -> str:
-        hit = real.get(path)
-        if hit is None:
-            parent, name = os.path.split(path)
-            if not name or name in (".", "..") or not parent or parent == path:
-                hit = os.path.realpath(path)
-            else:
-                candidate = os.path.join(resolve(parent), name)
-                try:
-                    link = stat.S_ISLNK(os.lstat(candidate).st_mode)
-                except OSError:
-                    link = False
-                hit = os.path.realpath(path) if link else candidate
-            real[path] = hit
-        return hit
-
-    for directory in directories:
-        resolve(os.fspath(directory))
-    return real
-
-
-class _Line:
-    """A derived record as ingest needs it: its ids and its results.jsonl line (or why it has none)."""
-
-    __slots__ = ("task_id", "attempt", "line", "error")
-
-    def __init__(self, record: dict) -> None:
-        self.task_id, self.attempt = record["task_id"], record["attempt"]
-        try:
-            self.line, self.error = record_line(record), None
-        except Exception as exc:  # raised where the lines are joined, in file order
-            self.line, self.error = None, exc
-
-    def __getstate__(self):
-        return self.task_id, self.attempt, self.line, self.error
-
-    def __setstate__(self, state) -> None:
-        self.task_id, self.attempt, self.line, self.error = state
-
-    def text(self) -> str:
-        if self.error is not None:
-            raise self.error
-        return self.line
+def _line(record: dict) -> tuple:
+    """A derived record as ingest needs it: ``(task_id, attempt, line, exception)``, its
+    results.jsonl line or why it has none (raised where the lines are joined, in file order)."""
+    try:
+        return record["task_id"], record["attempt"], record_line(record), None
+    except Exception as exc:  # noqa: BLE001 - kept, raised in file order
+        return record["task_id"], record["attempt"], None, exc
 
 
 class _Deriver:
-    """Derives the record of one attempt directory: ``(_Line, None)``, or ``(None, exception)``."""
+    """Derives the record of one attempt directory: ``(_line(...), None)``, or ``(None, exception)``."""
 
     def __init__(self, run_dir: Path, judge_default, model, tools, prices) -> None:
         self.run_dir, self.judge_default, self.model, self.tools, self.prices = run_dir, judge_default, model, tools, prices
 
-    def __call__(self, directory: Path) -> tuple[_Line | None, BaseException | None]:
+    def __call__(self, directory: str) -> tuple[tuple | None, BaseException | None]:
         try:
-            artifacts = read_artifacts(directory)
-            record = derive_record(directory, run_dir=self.run_dir, judge_default=self.judge_default,
-                                   model=self.model, tools=self.tools, prices=self.prices, artifacts=artifacts)
+            path = Path(directory)
+            record = derive_record(path, run_dir=self.run_dir, judge_default=self.judge_default, model=self.model,
+                                   tools=self.tools, prices=self.prices, artifacts=read_artifacts(path))
         except Exception as exc:  # handed back in directory order, as one process would meet it
             return None, exc
-        return _Line(record), None
+        return _line(record), None
 
-    def batch(self, directories: list[Path]) -> list[tuple[_Line | None, BaseException | None]]:
+    def batch(self, directories: list[str]) -> list[tuple[tuple | None, BaseException | None]]:
         return [self(directory) for directory in directories]
 
 
@@ -215,7 +196,7 @@ def _default_workers(n: int) -> int:
     return max(1, min(cpus, 4))
 
 
-def _derived(derive: _Deriver, directories: list[Path], workers: int | None):
+def _derived(derive: _Deriver, directories: list[str], workers: int | None):
     """``(directory, (record, exception))`` for every directory, in order.
 
     With several workers the directories are split into contiguous batches derived by forked
@@ -307,13 +288,12 @@ def ingest_run(
     if target.exists() and not force:
         raise InvalidRunError(str(target), "output-exists", "results.jsonl already exists; use --force to replace it (a backup is kept)")
 
-    directories = attempt_directories(run_dir)
+    directories, known = _scan(run_dir)  # directories as strings: cheaper to hand to other processes
     bar = _Progress(len(directories), progress)
-    records: list[_Line] = []
+    records: list[tuple] = []
     errors = 0
-    seen: dict[tuple, Path] = {}
+    seen: dict[tuple, str] = {}
     derive = _Deriver(run_dir, judge_default, model, tools, prices)
-    known = _real_paths(run_dir, directories)
     derivation._KNOWN_REAL.update(known)
     derivation._RESOLVERS[os.fspath(run_dir)] = EvidenceResolver(run_dir)
     try:
@@ -326,18 +306,18 @@ def ingest_run(
                 if not allow_invalid:
                     bar.close()
                     raise exc
-                broken = _error_record(directory, run_dir, exc)
+                broken = _error_record(Path(directory), run_dir, exc)
                 errors += 1
                 if broken is None:
                     bar.close()
-                    raise InvalidRunError(str(directory), "artifact-ids",
+                    raise InvalidRunError(directory, "artifact-ids",
                                           f"cannot tell which attempt this is: {exc.message}") from None
-                record = _Line(broken)
-            key = (record.task_id, record.attempt)
+                record = _line(broken)
+            key = record[:2]  # (task_id, attempt)
             if key in seen:
                 bar.close()
-                raise InvalidRunError(str(directory / "attempt.json"), "duplicate-attempt",
-                                      f"task {record.task_id!r} attempt {record.attempt} is also recorded in {seen[key]}")
+                raise InvalidRunError(str(Path(directory) / "attempt.json"), "duplicate-attempt",
+                                      f"task {key[0]!r} attempt {key[1]} is also recorded in {seen[key]}")
             seen[key] = directory
             records.append(record)
             bar.update(done)
@@ -347,8 +327,11 @@ def ingest_run(
         derivation._RESOLVERS.pop(os.fspath(run_dir), None)
     bar.close()
 
-    records.sort(key=lambda r: (r.task_id.encode("utf-8", "surrogatepass"), r.attempt))
-    text = "".join(r.text() for r in records)
+    records.sort(key=lambda r: (r[0].encode("utf-8", "surrogatepass"), r[1]))
+    for record in records:  # a line that could not be written: its error, in file order
+        if record[3] is not None:
+            raise record[3]
+    text = "".join(record[2] for record in records)
     target.parent.mkdir(parents=True, exist_ok=True)
     def check(tmp: Path) -> None:  # what ingest writes, the loader accepts
         try:
