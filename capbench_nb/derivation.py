@@ -592,6 +592,13 @@ def classify(attempt: dict, episode: dict | None = None, *, judge_default: bool 
 # --------------------------------------------------------------------------- telemetry
 
 
+_SRC_WALL, _SRC_SETUP = f"{ATTEMPT}#/agent/task_wall_ms", f"{ATTEMPT}#/setup/duration_ms"
+_SRC_MESSAGES, _SRC_EVENTS, _SRC_SHOTS = f"{HISTORY}#/messages", f"{EPISODE}#/events", f"{ATTEMPT}#/screenshots"
+_SRC_RUN_METRICS = {key: f"{EPISODE}#/run_metrics/{key}" for key in _TOKENS + _EPISODE_ONLY}
+_SRC_RECOVERY = f"{ATTEMPT}#/recovery"
+_SRC_ATTEMPTED, _SRC_SUCCEEDED = f"{ATTEMPT}#/recovery/attempted", f"{ATTEMPT}#/recovery/succeeded"
+
+
 def extract_telemetry(
     attempt: dict, episode: dict | None, history: dict | None, *, tools: ToolConfig | None = None
 ) -> tuple[dict, dict]:
@@ -614,13 +621,12 @@ def extract_telemetry(
             src[name] = source
 
     agent, setup = attempt.get("agent"), attempt.get("setup")
-    put("task_wall_ms", agent.get("task_wall_ms") if isinstance(agent, dict) else None, f"{ATTEMPT}#/agent/task_wall_ms")
-    put("setup_ms", setup.get("duration_ms") if isinstance(setup, dict) else None, f"{ATTEMPT}#/setup/duration_ms")
+    put("task_wall_ms", agent.get("task_wall_ms") if isinstance(agent, dict) else None, _SRC_WALL)
+    put("setup_ms", setup.get("duration_ms") if isinstance(setup, dict) else None, _SRC_SETUP)
 
     history_tokens: dict[str, int | None] = {}
     messages = history.get("messages") if history is not None else None
     if isinstance(messages, list):
-        source = f"{HISTORY}#/messages"
         device = tools.device_actions
         calls = actions = 0  # tool calls of assistant messages; those naming a device action
         usages = []  # every message's usage object
@@ -633,9 +639,9 @@ def extract_telemetry(
             usage = msg.get("usage")
             if isinstance(usage, dict):
                 usages.append(usage)
-        put("tool_calls", calls, source)
-        put("device_actions", actions, source)
-        put("llm_calls", len(usages), source)
+        put("tool_calls", calls, _SRC_MESSAGES)
+        put("device_actions", actions, _SRC_MESSAGES)
+        put("llm_calls", len(usages), _SRC_MESSAGES)
         if usages:  # a history with no usage is no token source (spec section 8)
             for key in ("input_tokens", "output_tokens"):
                 values = [u.get(key) for u in usages]
@@ -647,15 +653,14 @@ def extract_telemetry(
     run_metrics = run_metrics if isinstance(run_metrics, dict) else {}
     for key in _TOKENS:  # fall back one by one to the history's usage
         if run_metrics.get(key) is not None:
-            put(key, run_metrics[key], f"{EPISODE}#/run_metrics/{key}")
+            put(key, run_metrics[key], _SRC_RUN_METRICS[key])
         else:
-            put(key, history_tokens.get(key), f"{HISTORY}#/messages")
+            put(key, history_tokens.get(key), _SRC_MESSAGES)
     for key in _EPISODE_ONLY:
-        put(key, run_metrics.get(key), f"{EPISODE}#/run_metrics/{key}")
+        put(key, run_metrics.get(key), _SRC_RUN_METRICS[key])
 
     events = episode.get("events") if episode is not None else None
     if isinstance(events, list):
-        source = f"{EPISODE}#/events"
         spans = []  # end - start of each device action with both
         tool_errors = replans = 0
         for e in events:  # one pass
@@ -668,21 +673,21 @@ def extract_telemetry(
                 tool_errors += 1
             elif kind == "replan":
                 replans += 1
-        put("device_execution_ms", sum(spans), source)
-        put("tool_errors", tool_errors, source)
-        put("replan_count", replans, source)
+        put("device_execution_ms", sum(spans), _SRC_EVENTS)
+        put("tool_errors", tool_errors, _SRC_EVENTS)
+        put("replan_count", replans, _SRC_EVENTS)
 
     shots = attempt.get("screenshots")
     if isinstance(shots, list) and all(s.get("capture_ms") is not None for s in shots):
-        put("screenshot_capture_ms", sum(s["capture_ms"] for s in shots), f"{ATTEMPT}#/screenshots")
+        put("screenshot_capture_ms", sum(s["capture_ms"] for s in shots), _SRC_SHOTS)
 
     if "recovery" in attempt:
         recovery = attempt["recovery"]
         if recovery is None:  # none attempted
-            put("recovery_attempted", False, f"{ATTEMPT}#/recovery")
+            put("recovery_attempted", False, _SRC_RECOVERY)
         else:
-            put("recovery_attempted", recovery.get("attempted"), f"{ATTEMPT}#/recovery/attempted")
-            put("recovery_succeeded", recovery.get("succeeded"), f"{ATTEMPT}#/recovery/succeeded")
+            put("recovery_attempted", recovery.get("attempted"), _SRC_ATTEMPTED)
+            put("recovery_succeeded", recovery.get("succeeded"), _SRC_SUCCEEDED)
     return tel, src
 
 
@@ -748,9 +753,11 @@ def derive_record(
     outcome = classify(art.attempt, art.episode, judge_default=judge_default)
     telemetry, sources = extract_telemetry(art.attempt, art.episode, art.history, tools=tools)
     cost, cost_source = price_cost(telemetry, model, prices)
+    read_here = art._read_from is not None and art._read_from == os.fspath(directory)
     if art.real_directory is not None and os.fspath(art.directory) == os.fspath(directory) \
-            and os.path.isdir(art.real_directory):
-        resolved = art.real_directory  # what Path(directory).resolve() gives, already known
+            and (read_here or os.path.isdir(art.real_directory)):
+        # what Path(directory).resolve() gives, already known (read_artifacts opened files in it)
+        resolved = art.real_directory
     else:
         resolved = Path(directory).resolve()
     real_run = _KNOWN_REAL.get(os.fspath(run_dir)) or str(Path(run_dir).resolve())
@@ -780,8 +787,7 @@ def derive_record(
     # this directory, which lies below the run (artifact_dir is then relative, without ``..``, and
     # those files were checked to resolve inside it), resolves exactly where its pointer resolves
     # in that document; any other is resolved by an EvidenceResolver, reading the file again.
-    documents = {ATTEMPT: art.attempt, EPISODE: art.episode} \
-        if below and art._read_from is not None and art._read_from == os.fspath(directory) else {}
+    documents = {ATTEMPT: art.attempt, EPISODE: art.episode} if below and read_here else {}
     resolver = None
     for ref in record["evidence"]:
         file, _, pointer = ref.partition("#")
