@@ -258,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except OSError as exc:  # e.g. an output directory that cannot be written
-        name = f" {exc.filename}" if exc.filename else ""
-        print(f"{PROG}: error:{name}: {exc.strerror or exc}", file=sys.stderr)
+        name = f" {_one_line(exc.filename)}" if exc.filename else ""
+        print(f"{PROG}: error:{name}: {_one_line(exc.strerror or exc)} [rule: os-error]", file=sys.stderr)
         return EXIT_INVALID
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

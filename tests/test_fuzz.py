@@ -1139,6 +1139,7 @@ def test_unwritable_output_directory_is_exit_2_on_one_line(unreadable_outcomes):
     assert result["rc"] == 2
     assert "Traceback" not in result["stderr"] and len(result["stderr"].splitlines()) == 1
     assert str(case["out"]) in result["stderr"] and "Permission denied" in result["stderr"]
+    assert result["stderr"].rstrip().endswith("[rule: os-error]")
     assert list(case["out"].iterdir()) == []
 
 
