@@ -99,6 +99,12 @@ def ingest_section(work: Path, repeats: int, results: list) -> None:
     t = time.perf_counter()
     generate.artifact_run(run, tasks=5000, repeats=4)
     print(f"generated in {time.perf_counter() - t:.1f} s")
+    try:  # ingest parses artifact files with orjson when it is installed (same documents either way)
+        import orjson
+
+        print(f"ingest parses with orjson {orjson.__version__}")
+    except ImportError:
+        print("orjson not installed: ingest parses with the standard library (and read-orjson cannot run)")
     floors = {mode: measure(mode, run, repeats) for mode in ("read-json", "read-orjson")}
     ours = {w: measure("ingest", run, repeats, str(w)) for w in ("1", "auto")}
     for mode, r in floors.items():
