@@ -783,11 +783,14 @@ def derive_record(
         "cost_source": cost_source,
     }
     # Every reference must resolve: the rule the loader enforces, checked where the reference is
-    # made.  A reference into attempt.json or episode.json as read_artifacts just read them from
-    # this directory, which lies below the run (artifact_dir is then relative, without ``..``, and
-    # those files were checked to resolve inside it), resolves exactly where its pointer resolves
-    # in that document; any other is resolved by an EvidenceResolver, reading the file again.
-    documents = {ATTEMPT: art.attempt, EPISODE: art.episode} if below and read_here else {}
+    # made.  While ingest derives a run (its resolver is registered), a reference into attempt.json
+    # or episode.json as read_artifacts just read them from this directory, which lies below the
+    # run (artifact_dir is then relative, without ``..``, and those files were checked to resolve
+    # inside it), resolves exactly where its pointer resolves in that document.  Any other is
+    # resolved by an EvidenceResolver, reading the file again.  (ingest's final check, the loader,
+    # resolves every reference of the written file on disk.)
+    shared = _RESOLVERS.get(os.fspath(run_dir))
+    documents = {ATTEMPT: art.attempt, EPISODE: art.episode} if below and read_here and shared else {}
     resolver = None
     for ref in record["evidence"]:
         file, _, pointer = ref.partition("#")
@@ -797,7 +800,7 @@ def derive_record(
                 continue
             except EvidenceError:
                 pass  # the resolver names the problem
-        resolver = resolver or _RESOLVERS.get(os.fspath(run_dir)) or EvidenceResolver(run_dir)
+        resolver = resolver or shared or EvidenceResolver(run_dir)
         try:
             resolver.resolve(artifact_dir, ref)
         except EvidenceError as exc:
