@@ -20,13 +20,14 @@ import json
 import math
 import os
 import stat
+import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidRunError
-from .evidence import EvidenceError, EvidenceResolver, resolve_pointer
+from .evidence import EvidenceError, EvidenceResolver, _is_null_device, resolve_pointer
 from .schema import MAX_SAFE_NUMBER, TELEMETRY_FIELDS
 
 try:  # optional: parses artifact files faster, to the same documents (see _parse_artifact)
@@ -175,10 +176,10 @@ def _fail(file: str, pointer: str, message: str, rule: str = "artifact-type") ->
 def _bad_number(file: str, pointer: str, value: Any, integer: bool) -> None:
     """Raise for a number the fast test refused (a non-negative number, or integer, at most 2**53-1).
 
-    The tests run in this order (``math.isfinite`` of an integer too large for a float raises
-    OverflowError, as it always has)."""
+    The tests run in this order; an integer of any size is finite."""
     ok = type(value) is int if integer else _is_number(value)
-    if not ok or not math.isfinite(value) or value < 0:
+    # an int is finite (math.isfinite would raise OverflowError on one beyond a float's range)
+    if not ok or (type(value) is float and not math.isfinite(value)) or value < 0:
         _fail(file, pointer, f"{pointer} must be a non-negative {'integer' if integer else 'number'} or null")
     if value > MAX_SAFE_NUMBER:
         _fail(file, pointer, f"{pointer} is {value}, above 2**53-1, the largest exactly representable value",
@@ -442,9 +443,9 @@ def _read_fd(fd: int, file: str, name: str) -> bytes:
         elif stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
             kind = "a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "a socket"
             raise InvalidRunError(file, "artifact-unreadable", f"{name} is {kind}, not a regular file")
-        else:  # a character or block device: read it as open() would, blocking
-            if _NONBLOCK:
-                os.set_blocking(fd, True)
+        elif not _is_null_device(st):  # /dev/zero, a terminal, a disk: may never end; as the loader's inputs
+            raise InvalidRunError(file, "artifact-unreadable", f"{name} is a device, not a regular file")
+        else:  # the null device: empty
             parts = []
         while True:
             chunk = os.read(fd, 1 << 16)
@@ -485,6 +486,9 @@ def _parse_artifact(raw: bytes, file: str, check) -> Any:
     except json.JSONDecodeError as exc:
         raise InvalidRunError(file, "artifact-json", f"not valid JSON: {exc.msg} (column {exc.colno})",
                               line=exc.lineno) from None
+    except ValueError:  # Python's limit on the digits of an integer literal (4300 by default)
+        raise InvalidRunError(file, "number-too-large", "an integer literal too long to read (more than "
+                              f"{sys.get_int_max_str_digits() or 'the allowed'} digits)") from None
     except RecursionError:
         raise InvalidRunError(file, "artifact-json", "JSON nested too deeply") from None
     check(doc, file)

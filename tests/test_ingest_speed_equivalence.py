@@ -323,3 +323,31 @@ def test_a_process_pool_raises_the_first_error_in_directory_order(tmp_path):
         errors.append((info.value.file, info.value.rule, info.value.message))
     assert errors[0][0].endswith(os.path.join("t07", "1", "history.json"))
     assert errors == [errors[0]] * 3
+
+
+# --------------------------------------------------------------------------- numbers no reader can hold
+
+
+@pytest.mark.parametrize("literal,rule", [
+    ("1" + "0" * 400, "number-too-large"),  # beyond a float's range: math.isfinite would overflow
+    ("1" * 5000, "number-too-large"),  # beyond Python's digit limit for an int literal
+])
+def test_huge_integers_in_artifacts_are_one_clear_error(tmp_path, literal, rule):
+    run = simple_run(tmp_path / "run")
+    target = run / "attempts" / "t1" / "1" / "attempt.json"
+    doc = json.loads(target.read_text(encoding="utf-8"))
+    doc["setup"]["duration_ms"] = 123456789  # a number field of the format, non-negative, at most 2**53-1
+    target.write_text(json.dumps(doc).replace("123456789", literal), encoding="utf-8")
+    with pytest.raises(InvalidRunError) as info:
+        ingest_run(run, progress=False)
+    assert (info.value.file, info.value.rule) == (str(target), rule)
+    assert "\n" not in str(info.value)
+
+
+def test_a_device_other_than_the_null_device_is_refused():
+    zero = "/dev/zero"
+    if not os.path.exists(zero):
+        pytest.skip("no /dev/zero")
+    with _deadline(20), pytest.raises(InvalidRunError) as info:
+        derivation._read_artifact(zero, "attempt.json", True, os.path.dirname(zero))
+    assert (info.value.rule, info.value.message) == ("artifact-unreadable", "attempt.json is a device, not a regular file")
