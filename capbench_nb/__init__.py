@@ -82,4 +82,27 @@ def build_report(*args, **kwargs):
     return _build_report(*args, **kwargs)
 
 
-__all__ = ["__version__", *_EXPORTS, "build_report"]
+__all__ = [
+    "__version__",
+    "InvalidRunError",
+    "Run",
+    "load_run",
+    "RunRecorder",
+    "compute_metrics",
+    "write_metrics",
+    "verify",
+    "Rate",
+    "ScoreMean",
+    "pass_at_1",
+    "pass_at_k",
+    "pass_hat_k",
+    "oracle_best_score_at_k",
+    "per_task",
+    "attempt_counts",
+    "telemetry_aggregates",
+    "wilson_interval",
+    "metrics_by",
+    "register_slice",
+    "compare_runs",
+    "build_report",
+]

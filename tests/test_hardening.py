@@ -142,7 +142,7 @@ def write_hostile_run(path: Path, *, seed: int = 0, invalid: bool = True, **mani
     records = hostile_records(seed)
     lines = [json.dumps(r, ensure_ascii=False) for r in records]
     if invalid:
-        lines[3:3] = [l if isinstance(l, str) else json.dumps(l, ensure_ascii=False) for l in INVALID_HOSTILE_LINES]
+        lines[3:3] = [x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in INVALID_HOSTILE_LINES]
     path.mkdir(parents=True, exist_ok=True)
     (path / "manifest.json").write_text(json.dumps(hostile_manifest(**manifest_kw), indent=2, ensure_ascii=False),
                                         encoding="utf-8")

@@ -1,0 +1,44 @@
+"""The package's public names: all there, imported on first use (``import capbench_nb`` stays cheap)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import capbench_nb
+
+
+def test_all_lists_exactly_the_lazy_names_and_the_eager_ones():
+    assert set(capbench_nb.__all__) == set(capbench_nb._EXPORTS) | {"__version__", "build_report"}
+    assert len(capbench_nb.__all__) == len(set(capbench_nb.__all__))
+
+
+@pytest.mark.parametrize("name", sorted(capbench_nb._EXPORTS))
+def test_every_public_name_resolves_to_its_module_object(name):
+    import importlib
+
+    module = importlib.import_module(capbench_nb._EXPORTS[name], "capbench_nb")
+    assert getattr(capbench_nb, name) is getattr(module, name)
+    assert name in dir(capbench_nb)
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_name"):
+        capbench_nb.no_such_name  # noqa: B018
+
+
+def test_import_costs_no_pandas_and_the_report_path_no_scipy():
+    code = (
+        "import sys, capbench_nb\n"
+        "assert 'pandas' not in sys.modules, 'import capbench_nb loaded pandas'\n"
+        "from capbench_nb import export, reporting\n"
+        "run = capbench_nb.load_run('data/sample-run')\n"
+        "capbench_nb.compute_metrics(run)\n"
+        "assert not any(m == 'scipy' or m.startswith('scipy.') for m in sys.modules), 'the report path loaded scipy'\n"
+    )
+    from conftest import REPO
+
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
