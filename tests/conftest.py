@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,24 @@ def outcomes(spec: dict[str, str]) -> list[dict]:
 @pytest.fixture
 def sample_run_dir() -> Path:
     return SAMPLE_RUN
+
+
+class Hang(BaseException):
+    """Raised by :func:`deadline`: not an Exception, so no handler under test can turn it into an answer."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Raise :class:`Hang` in the block after ``seconds`` (a test that would block fails instead;
+    not a timing assertion: the work takes milliseconds)."""
+
+    def handler(signum, frame):
+        raise Hang(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

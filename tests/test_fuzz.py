@@ -36,7 +36,6 @@ import os
 import re
 import resource
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -46,6 +45,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import Hang as _Hang
+from conftest import deadline as _deadline
 from capbench_nb.cli import main
 from capbench_nb.export import compute_metrics, dumps
 from capbench_nb.loading import load_run
@@ -897,24 +898,6 @@ def test_duplicate_json_keys_last_value_wins(tmp_path):
 
 
 # --------------------------------------------------------------------------- special files
-
-
-class _Hang(BaseException):
-    """Raised by the alarm: not an OSError, so the CLI cannot turn it into an exit code."""
-
-
-@contextlib.contextmanager
-def _deadline(seconds: float):
-    def handler(signum, frame):
-        raise _Hang(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("which", ["results.jsonl", "manifest.json", "evidence"])

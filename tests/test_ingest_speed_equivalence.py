@@ -11,14 +11,13 @@ for, and that a process pool derives what one process does.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 from pathlib import Path
 
 import pytest
 
+from conftest import deadline as _deadline
 from capbench_nb import InvalidRunError, derivation
 from capbench_nb.derivation import derive_record, read_artifacts
 from capbench_nb.ingest import ingest_run
@@ -160,22 +159,6 @@ def test_big_integers_stay_exact_integers(tmp_path, parser):
 
 
 # --------------------------------------------------------------------------- special files
-
-
-@contextlib.contextmanager
-def _deadline(seconds: float):
-    """Fail instead of hanging (not a timing assertion: the work takes milliseconds)."""
-
-    def handler(signum, frame):
-        raise AssertionError(f"still running after {seconds} s: blocked on a FIFO?")
-
-    previous = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
