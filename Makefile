@@ -1,6 +1,6 @@
 # The two set-up commands of the README: `make demo` (report on the sample run, verified) and `make test`.
-# Each creates .venv from pyproject.toml when it is missing (with the dev and inspect extras: the
-# importer tests read .eval logs).
+# Each creates .venv from pyproject.toml when it is missing, with the dev, inspect and fast extras
+# (the importer tests read .eval logs; the ingest tests run with orjson and without it).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,7 +12,7 @@ OUT ?= out/sample-run
 $(BIN)/capbench-nb: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,inspect]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,inspect,fast]'
 	@touch $@
 
 venv: $(BIN)/capbench-nb
