@@ -451,7 +451,7 @@ def _dedicated(out: Path, names: tuple[str, ...]) -> bool:
     return all(entry in names for entry in os.listdir(out))
 
 
-def _switch(staging: Path, out: Path, names: tuple[str, ...]) -> None:
+def _switch(staging: Path, out: Path, names: tuple[str, ...]) -> bool:
     """Make the folder ``staging`` the output directory ``out``, all files at once.
 
     ``out`` missing: one rename.  ``out`` holding only outputs of this kind:
@@ -459,27 +459,55 @@ def _switch(staging: Path, out: Path, names: tuple[str, ...]) -> None:
     any moment) sees the previous set or the new one.  Where the exchange is
     unsupported, two renames: a kill between them leaves no ``out`` and the
     previous outputs in a ``.previous`` folder, which the next build restores.
-    Anything that appeared in ``out`` meanwhile is moved back.
+    Anything that appeared in ``out`` meanwhile is moved back.  False, with
+    nothing changed, when ``out`` cannot be moved at all (a mount point).
     """
     mode = stat.S_IMODE(os.stat(out).st_mode) if out.is_dir() else 0o777 & ~_umask()
     os.chmod(staging, mode)  # mkdtemp made it 0700; keep the directory's own permissions
     if not os.path.lexists(out):
         os.rename(staging, out)
         _fsync_directory(out.parent)
-        return
+        return True
     try:
         _rename_exchange(staging, out)
         old = staging
     except OSError:
         old = staging.with_name(staging.name[: -len(".partial")] + ".previous")
-        os.rename(out, old)
-        os.rename(staging, out)
+        try:
+            os.rename(out, old)
+        except OSError:  # out cannot move (a mount point, say): nothing changed
+            return False
+        try:
+            os.rename(staging, out)
+        except OSError:
+            os.rename(old, out)
+            return False
     _fsync_directory(out.parent)
     for entry in os.listdir(old):
         if entry not in names and not os.path.lexists(out / entry):
             with contextlib.suppress(OSError):
                 os.rename(old / entry, out / entry)
     shutil.rmtree(old, ignore_errors=True)
+    return True
+
+
+def _publish_files(staging: Path, out: Path, names: tuple[str, ...]) -> None:
+    """:func:`_publish` from ``staging`` into ``out``, through a staging folder inside ``out`` when the
+    two are on different file systems (``out`` a mount point): a rename never crosses devices."""
+    out.mkdir(exist_ok=True)
+    if os.stat(staging).st_dev == os.stat(out).st_dev:
+        _publish(staging, out, names)
+        return
+    inner = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
+    lock = _lock(inner)
+    try:
+        for name in names:
+            shutil.copy2(staging / name, inner / name)
+            _fsync_file(inner / name)
+        _publish(inner, out, names)
+    finally:
+        shutil.rmtree(inner, ignore_errors=True)
+        os.close(lock)
 
 
 def _umask() -> int:
@@ -597,11 +625,9 @@ def _build(
             os.chmod(staging / name, mode)
             _fsync_file(staging / name)
         _fsync_directory(staging)
-        if staging.parent == out.parent and (not os.path.lexists(out) or _dedicated(out, outputs)):
-            _switch(staging, out, outputs)
-        else:
-            out.mkdir(exist_ok=True)
-            _publish(staging, out, outputs)
+        whole = staging.parent == out.parent and (not os.path.lexists(out) or _dedicated(out, outputs))
+        if not (whole and _switch(staging, out, outputs)):
+            _publish_files(staging, out, outputs)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         os.close(lock)

@@ -450,3 +450,42 @@ def test_explore_notebook_runs_with_its_defaults_from_the_notebooks_folder(tmp_p
     for app in run.plan["app"].dropna().unique():
         assert app in table
     assert sorted(p.name for p in NOTEBOOKS.iterdir()) == before  # nothing written next to the notebooks
+
+
+def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path, monkeypatch):
+    """A mount point cannot be renamed or exchanged (EBUSY, EXDEV): the outputs go in file by file, and
+    across file systems through a staging folder inside it (simulated: another st_dev for the staging)."""
+    import errno
+
+    out = tmp_path / "mounted"
+    reportrun.build_report(SAMPLE_RUN, out, progress=False)
+    inode = out.stat().st_ino
+    previous = {name: (out / name).stat().st_ino for name in OUTPUTS}
+
+    def busy(*args, **kwargs):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    real_rename, real_stat = os.rename, os.stat
+
+    def rename(src, dst, *args, **kwargs):
+        if Path(src) == out:
+            raise OSError(errno.EBUSY, "Device or resource busy", str(src))
+        return real_rename(src, dst, *args, **kwargs)
+
+    def stat(path, *args, **kwargs):
+        result = real_stat(path, *args, **kwargs)
+        if Path(path).name.startswith(".mounted.capbench-"):  # the sibling staging folder: "another device"
+            fields = list(result)
+            fields[2] = result.st_dev + 1
+            return os.stat_result(fields)
+        return result
+
+    monkeypatch.setattr(reportrun, "_rename_exchange", busy)
+    monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(os, "stat", stat)
+    reportrun.build_report(SAMPLE_RUN, out, progress=False)
+    monkeypatch.undo()
+    assert out.stat().st_ino == inode  # the folder itself stayed
+    assert all((out / name).stat().st_ino != previous[name] for name in OUTPUTS)  # every file replaced
+    assert leftovers(out) == []
+    assert verify(SAMPLE_RUN, out) == []
