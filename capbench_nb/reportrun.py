@@ -374,8 +374,17 @@ _STAGING_MARK = ".capbench-"
 
 
 def _sibling_prefix(out: Path) -> str:
-    """Name prefix of the hidden folders a build of ``out`` keeps next to it (clipped to fit NAME_MAX)."""
-    return f".{out.name[:180]}{_STAGING_MARK}"
+    """Name prefix of the hidden folders a build of ``out`` keeps next to it.
+
+    A name too long to take the prefix and suffix within NAME_MAX (255 bytes) is replaced by a
+    digest of itself, so every build of ``out`` still finds the others' folders.
+    """
+    name = out.name
+    if len(os.fsencode(name)) > 150:
+        import hashlib
+
+        name = hashlib.sha256(os.fsencode(name)).hexdigest()[:24]
+    return f".{name}{_STAGING_MARK}"
 
 
 def _rename_exchange(a: Path, b: Path) -> None:

@@ -489,3 +489,13 @@ def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path
     assert all((out / name).stat().st_ino != previous[name] for name in OUTPUTS)  # every file replaced
     assert leftovers(out) == []
     assert verify(SAMPLE_RUN, out) == []
+
+
+def test_an_output_directory_with_a_name_at_the_file_system_limit(tmp_path):
+    out = tmp_path / ("é" * 127)  # 254 bytes: no room for a prefix and a suffix around it
+    reportrun.build_report(SAMPLE_RUN, out, progress=False)
+    first = out.stat().st_ino
+    reportrun.build_report(SAMPLE_RUN, out, progress=False)
+    assert out.stat().st_ino != first  # the second replaced the first as a whole (a folder swap)
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
