@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidRunError
-from .evidence import EvidenceError, EvidenceResolver, _is_null_device, resolve_pointer
+from .evidence import EvidenceError, EvidenceResolver, NotARegularFile, checked_stat, resolve_pointer
 from .schema import MAX_SAFE_NUMBER, TELEMETRY_FIELDS
 
 try:  # optional: parses artifact files faster, to the same documents (see _parse_artifact)
@@ -428,30 +428,27 @@ def _read_artifact(file: str, name: str, required: bool, real_dir: str) -> bytes
 def _read_fd(fd: int, file: str, name: str) -> bytes:
     """Everything ``fd`` (opened with ``O_NONBLOCK``) reads, then closes it; InvalidRunError otherwise.
 
-    A regular file, or a device (``/dev/null``), is read to its end.  A FIFO (named pipe) or a
-    socket is refused: reading one waits for a writer, maybe forever.
+    A regular file, or the null device, is read to its end.  A FIFO (named pipe), a socket or
+    another device is refused (:func:`capbench_nb.evidence.checked_stat`): reading one could wait
+    for a writer, maybe forever, or never end.
     """
     try:
-        st = os.fstat(fd)
+        st = checked_stat(fd, file, null_device=True)
+        parts = []
         if stat.S_ISREG(st.st_mode):
             data = os.read(fd, st.st_size + 1)
             if len(data) == st.st_size:  # all of it in one read (one byte more was asked for)
                 return data
             parts = [data]  # it grew or shrank since fstat, or says size 0 and has content (/proc)
-        elif stat.S_ISDIR(st.st_mode):
-            raise InvalidRunError(file, "artifact-unreadable", f"{name} is a directory")
-        elif stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-            kind = "a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "a socket"
-            raise InvalidRunError(file, "artifact-unreadable", f"{name} is {kind}, not a regular file")
-        elif not _is_null_device(st):  # /dev/zero, a terminal, a disk: may never end; as the loader's inputs
-            raise InvalidRunError(file, "artifact-unreadable", f"{name} is a device, not a regular file")
-        else:  # the null device: empty
-            parts = []
         while True:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 return b"".join(parts)
             parts.append(chunk)
+    except IsADirectoryError:
+        raise InvalidRunError(file, "artifact-unreadable", f"{name} is a directory") from None
+    except NotARegularFile as exc:
+        raise InvalidRunError(file, "artifact-unreadable", f"{name} is {exc.kind}, not a regular file") from None
     except OSError as exc:
         raise InvalidRunError(file, "artifact-unreadable", f"cannot read {name}: {exc.strerror}") from None
     finally:

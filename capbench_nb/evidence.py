@@ -23,6 +23,7 @@ __all__ = [
     "check_relative_path",
     "EvidenceResolver",
     "NotARegularFile",
+    "checked_stat",
     "open_input",
     "read_regular_file",
 ]
@@ -107,7 +108,14 @@ def check_relative_path(path: str, what: str) -> None:
 
 
 class NotARegularFile(OSError):
-    """An input path names a FIFO, a socket or a device: refused unread (reading could block or never end)."""
+    """An input path names a FIFO, a socket or a device: refused unread (reading could block or never end).
+
+    ``kind`` says what it is instead (``"a named pipe (FIFO)"``, ``"a socket"``, ``"a device"``).
+    """
+
+    def __init__(self, kind: str, path: str) -> None:
+        super().__init__(errno.EINVAL, f"it is {kind}, not a regular file", path)
+        self.kind = kind
 
 
 def open_input(path: str | os.PathLike, *, null_device: bool = True) -> BinaryIO:
@@ -156,22 +164,34 @@ def _is_null_device(st: os.stat_result) -> bool:
     return stat.S_ISCHR(st.st_mode) and stat.S_ISCHR(null.st_mode) and st.st_rdev == null.st_rdev
 
 
+def checked_stat(fd: int, path: str | os.PathLike, *, null_device: bool) -> os.stat_result:
+    """``fstat`` of a descriptor opened with ``O_NONBLOCK``, after the checks of :func:`open_input`.
+
+    A regular file passes (``O_NONBLOCK`` changes nothing for it); with ``null_device``, so does
+    the null device, made blocking again.  A directory raises ``IsADirectoryError``, anything else
+    :class:`NotARegularFile`.  The one check of what an input file is, for the loader's inputs,
+    evidence files and ingest's artifacts alike.
+    """
+    st = os.fstat(fd)
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return st
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not (null_device and _is_null_device(st)):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file")
+        raise NotARegularFile(kind, str(path))
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
+    return st
+
+
 def _open_fd(path: str | os.PathLike, null_device: bool) -> int:
     """A read-only descriptor of ``path`` after the checks of :func:`open_input`."""
     fd = os.open(path, _FLAGS)
     try:
-        st = os.fstat(fd)
-        mode = st.st_mode
-        if stat.S_ISREG(mode):  # O_NONBLOCK changes nothing for a regular file
-            return fd
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not (null_device and _is_null_device(st)):
-            kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file")
-            raise NotARegularFile(errno.EINVAL, f"it is {kind}, not a regular file", str(path))
-        if _NONBLOCK:
-            os.set_blocking(fd, True)
+        checked_stat(fd, path, null_device=null_device)
         return fd
     except BaseException:
         os.close(fd)
