@@ -370,7 +370,11 @@ def _fsync_file(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
+#: Staging folders: beside OUT ``.OUT.capbench-XXXX.partial``, inside a shared OUT
+#: ``.capbench-report-XXXX.partial``; the previous outputs while the fallback switch runs: ``.previous``.
 _STAGING_MARK = ".capbench-"
+_INNER_PREFIX = ".capbench-report-"
+_PARTIAL, _PREVIOUS = ".partial", ".previous"
 
 
 def _sibling_prefix(out: Path) -> str:
@@ -400,6 +404,11 @@ def _rename_exchange(a: Path, b: Path) -> None:
     if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def _inner_staging(out: Path) -> Path:
+    """A new staging folder inside ``out`` (a shared output directory, or one on its own file system)."""
+    return Path(tempfile.mkdtemp(dir=out, prefix=_INNER_PREFIX, suffix=_PARTIAL))
 
 
 def _unlocked(path: Path) -> bool:
@@ -442,12 +451,12 @@ def _recover(out: Path) -> None:
     except OSError:
         siblings = []
     for path in siblings:
-        if path.name.endswith(".previous") and not os.path.lexists(out) and _unlocked(path):
+        if path.name.endswith(_PREVIOUS) and not os.path.lexists(out) and _unlocked(path):
             with contextlib.suppress(OSError):
                 os.rename(path, out)
-    candidates = [p for p in siblings if p.name.endswith((".partial", ".previous"))]
+    candidates = [p for p in siblings if p.name.endswith((_PARTIAL, _PREVIOUS))]
     with contextlib.suppress(OSError):
-        candidates += [p for p in out.iterdir() if p.name.startswith(".capbench-report-") and p.name.endswith(".partial")]
+        candidates += [p for p in out.iterdir() if p.name.startswith(_INNER_PREFIX) and p.name.endswith(_PARTIAL)]
     for path in candidates:
         if os.path.isdir(path) and not os.path.islink(path) and _unlocked(path):
             shutil.rmtree(path, ignore_errors=True)
@@ -481,7 +490,7 @@ def _switch(staging: Path, out: Path, names: tuple[str, ...]) -> bool:
         _rename_exchange(staging, out)
         old = staging
     except OSError:
-        old = staging.with_name(staging.name[: -len(".partial")] + ".previous")
+        old = staging.with_name(staging.name[: -len(_PARTIAL)] + _PREVIOUS)
         try:
             os.rename(out, old)
         except OSError:  # out cannot move (a mount point, say): nothing changed
@@ -507,7 +516,7 @@ def _publish_files(staging: Path, out: Path, names: tuple[str, ...]) -> None:
     if os.stat(staging).st_dev == os.stat(out).st_dev:
         _publish(staging, out, names)
         return
-    inner = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
+    inner = _inner_staging(out)
     lock = _lock(inner)
     try:
         for name in names:
@@ -602,10 +611,10 @@ def _build(
     outputs = (*written, f"{stem}.ipynb", f"{stem}.html")
     _recover(out)
     try:  # next to out, so that the finished folder can take out's place in one step
-        staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=_sibling_prefix(out), suffix=".partial"))
+        staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=_sibling_prefix(out), suffix=_PARTIAL))
     except OSError:  # out's parent is not writable: stage inside out, publish file by file
         out.mkdir(exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=out, prefix=".capbench-report-", suffix=".partial"))
+        staging = _inner_staging(out)
     lock = _lock(staging)
     try:
         parameters = {**parameters, "out_dir": str(staging), "report_dir": str(report_dir)}

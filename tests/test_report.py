@@ -51,8 +51,8 @@ def expected_doc() -> dict:
 
 
 def leftovers(directory: Path) -> list[str]:
-    """Staging folders a build left behind, inside the output directory or next to it."""
-    inside = [p.name for p in directory.iterdir() if p.name.startswith(".capbench-report-")]
+    """Staging folders a build left behind, inside the output directory (when it exists) or next to it."""
+    inside = [p.name for p in directory.iterdir() if p.name.startswith(".capbench-report-")] if directory.is_dir() else []
     beside = [p.name for p in directory.parent.iterdir() if p.name.startswith(f".{directory.name}.capbench-")]
     return sorted(inside + beside)
 
@@ -374,34 +374,33 @@ def test_a_failing_cell_exits_3_naming_the_cell_and_leaves_previous_outputs(buil
     assert leftovers(out) == []
 
 
-def test_a_failing_cell_leaves_no_outputs(tmp_path):
+def _headline_replaced(path: Path, source: str) -> tuple[Path, int]:
+    """The report notebook with its headline cell's code replaced, written to ``path``; and that cell's number."""
     nb = nbformat.read(NOTEBOOKS / "run_report.ipynb", as_version=4)
     index = next(i for i, c in enumerate(nb.cells) if "reporting.show_headline" in c.source)
-    nb.cells[index].source = "# the headline\n1 / 0"
-    failing = tmp_path / "failing.ipynb"
-    nbformat.write(nb, failing)
+    nb.cells[index].source = source
+    nbformat.write(nb, path)
+    return path, sum(1 for c in nb.cells[: index + 1] if c.cell_type == "code")
+
+
+def test_a_failing_cell_leaves_no_outputs(tmp_path):
+    failing, number = _headline_replaced(tmp_path / "failing.ipynb", "# the headline\n1 / 0")
     out = tmp_path / "out"
     with pytest.raises(reportrun.ReportError) as info:
         reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=failing)
-    number = sum(1 for c in nb.cells[: index + 1] if c.cell_type == "code")
     assert str(info.value) == f"report notebook failed in cell {number} (1 / 0): ZeroDivisionError: division by zero"
     assert (info.value.cell, info.value.ename) == (number, "ZeroDivisionError")
     # metrics.json and summary.md were written by then, into the staging folder only, which is gone
-    assert not out.exists() and not [p.name for p in tmp_path.iterdir() if ".capbench-" in p.name]
+    assert not out.exists() and leftovers(out) == []
 
 
 def test_a_kernel_that_dies_is_reported_with_its_cell(tmp_path, capfd):
-    nb = nbformat.read(NOTEBOOKS / "run_report.ipynb", as_version=4)
-    index = next(i for i, c in enumerate(nb.cells) if "reporting.show_headline" in c.source)
-    nb.cells[index].source = "import os\n\nos._exit(1)  # as an out-of-memory kill would"
-    dying = tmp_path / "dying.ipynb"
-    nbformat.write(nb, dying)
+    dying, number = _headline_replaced(tmp_path / "dying.ipynb", "import os\n\nos._exit(1)  # as an out-of-memory kill would")
     out = tmp_path / "out"
     with pytest.raises(reportrun.ReportError) as info:
         reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=dying)
-    number = sum(1 for c in nb.cells[: index + 1] if c.cell_type == "code")
     assert str(info.value) == f"report notebook failed in cell {number} (import os): DeadKernelError: Kernel died"
-    assert not out.exists() and not [p.name for p in tmp_path.iterdir() if ".capbench-" in p.name]
+    assert not out.exists() and leftovers(out) == []
     assert capfd.readouterr().err == ""
 
 
