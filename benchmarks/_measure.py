@@ -30,7 +30,7 @@ def best_of(repeats: int, fn) -> tuple[float, object]:
 
 
 def artifact_files(run: Path) -> list[Path]:
-    from capbench_nb.ingest import attempt_directories
+    from capbench_nb.records.ingest import attempt_directories
 
     files = []
     for directory in attempt_directories(run):
@@ -60,7 +60,7 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
         out["best"], _ = best_of(repeats, parse)
     elif mode == "ours":
         import capbench_nb
-        from capbench_nb.export import compute_metrics
+        from capbench_nb.metrics.document import compute_metrics
 
         times = []
         for _ in range(repeats):
@@ -74,8 +74,9 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
         out["best"], out["load"], out["metrics"] = min(times)
     elif mode == "verify":
         import capbench_nb
-        from capbench_nb import loading
-        from capbench_nb.export import compute_metrics, dumps
+        from capbench_nb.records import loading
+        from capbench_nb.metrics.document import compute_metrics
+        from capbench_nb.io.atomic import dumps
 
         fast = dumps(compute_metrics(capbench_nb.load_run(run)))
         loading._read_results_fast = lambda *a, **k: None  # the exact, streaming reader only
@@ -99,8 +100,8 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
         out["files"] = len(files)
         out["best"], _ = best_of(repeats, parse_all)
     elif mode == "ingest":
-        from capbench_nb.derivation import load_price_table
-        from capbench_nb.ingest import ingest_run
+        from capbench_nb.records.derivation import load_price_table
+        from capbench_nb.records.ingest import ingest_run
 
         prices = load_price_table(Path(__file__).resolve().parent.parent / "data" / "prices-example.json")
         workers = None if extra[0] == "auto" else int(extra[0])
@@ -111,7 +112,7 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
     elif mode == "report-sample":
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import report_benchmark as rb
-        from capbench_nb import reportrun
+        from capbench_nb.outputs import reportrun
 
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
@@ -123,7 +124,7 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
                                                                                 progress=False))
         out["best"] = out["report"]
     elif mode == "report":
-        from capbench_nb import reportrun
+        from capbench_nb.outputs import reportrun
 
         with tempfile.TemporaryDirectory() as tmp:
             out["best"], _ = best_of(repeats, lambda: reportrun.build_report(run, Path(tmp) / "out", progress=False))

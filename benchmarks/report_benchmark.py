@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from capbench_nb import reportrun
+from capbench_nb.outputs import reportrun
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample-run"

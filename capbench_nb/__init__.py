@@ -14,38 +14,39 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
+from capbench_nb._version import __version__
 
 #: public name -> the module that defines it
 _EXPORTS = {
     "InvalidRunError": ".errors",
-    "Run": ".loading",
-    "load_run": ".loading",
-    "RunRecorder": ".recorder",
-    "compute_metrics": ".export",
-    "write_metrics": ".export",
-    "verify": ".verification",
-    "Rate": ".metrics",
-    "ScoreMean": ".metrics",
-    "pass_at_1": ".metrics",
-    "pass_at_k": ".metrics",
-    "pass_hat_k": ".metrics",
-    "oracle_best_score_at_k": ".metrics",
-    "per_task": ".metrics",
-    "attempt_counts": ".metrics",
-    "telemetry_aggregates": ".metrics",
-    "wilson_interval": ".stats",
-    "metrics_by": ".slices",
-    "register_slice": ".slices",
-    "compare_runs": ".comparison",
+    "Run": ".records.loading",
+    "load_run": ".records.loading",
+    "RunRecorder": ".records.recorder",
+    "compute_metrics": ".metrics.document",
+    "write_metrics": ".outputs.export",
+    "verify": ".outputs.verification",
+    "Rate": ".metrics.rates",
+    "ScoreMean": ".metrics.rates",
+    "pass_at_1": ".metrics.rates",
+    "pass_at_k": ".metrics.rates",
+    "pass_hat_k": ".metrics.rates",
+    "oracle_best_score_at_k": ".metrics.rates",
+    "per_task": ".metrics.rates",
+    "attempt_counts": ".metrics.rates",
+    "telemetry_aggregates": ".metrics.rates",
+    "wilson_interval": ".metrics.stats",
+    "metrics_by": ".metrics.slices",
+    "register_slice": ".metrics.slices",
+    "compare_runs": ".metrics.comparison",
 }
 
 if TYPE_CHECKING:  # static analysers see the eager imports
-    from .comparison import compare_runs
-    from .errors import InvalidRunError
-    from .export import compute_metrics, write_metrics
-    from .loading import Run, load_run
-    from .metrics import (
+    from capbench_nb.metrics.comparison import compare_runs
+    from capbench_nb.errors import InvalidRunError
+    from capbench_nb.metrics.document import compute_metrics
+    from capbench_nb.outputs.export import write_metrics
+    from capbench_nb.records.loading import Run, load_run
+    from capbench_nb.metrics.rates import (
         Rate,
         ScoreMean,
         attempt_counts,
@@ -56,10 +57,10 @@ if TYPE_CHECKING:  # static analysers see the eager imports
         per_task,
         telemetry_aggregates,
     )
-    from .recorder import RunRecorder
-    from .slices import metrics_by, register_slice
-    from .stats import wilson_interval
-    from .verification import verify
+    from capbench_nb.records.recorder import RunRecorder
+    from capbench_nb.metrics.slices import metrics_by, register_slice
+    from capbench_nb.metrics.stats import wilson_interval
+    from capbench_nb.outputs.verification import verify
 
 
 def __getattr__(name: str) -> Any:
@@ -77,7 +78,7 @@ def __dir__() -> list[str]:
 
 def build_report(*args, **kwargs):
     """Execute the report notebook on a run (see :func:`capbench_nb.reportrun.build_report`)."""
-    from .reportrun import build_report as _build_report  # papermill and nbconvert only when used
+    from capbench_nb.outputs.reportrun import build_report as _build_report  # papermill and nbconvert only when used
 
     return _build_report(*args, **kwargs)
 

@@ -12,12 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._version import __version__
-from .errors import InvalidRunError, _one_line
-from .export import write_metrics
-from .loading import load_run
-from .slices import UnknownSliceError
-from .verification import verify
+from capbench_nb._version import __version__
+from capbench_nb.errors import InvalidRunError, _one_line
+from capbench_nb.outputs.export import write_metrics
+from capbench_nb.records.loading import load_run
+from capbench_nb.metrics.slices import UnknownSliceError
+from capbench_nb.outputs.verification import verify
 
 __all__ = ["main"]
 
@@ -141,7 +141,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .reportrun import ReportError, build_report
+    from capbench_nb.outputs.reportrun import ReportError, build_report
 
     try:
         path = build_report(args.run_dir, args.out, allow_invalid=args.allow_invalid,
@@ -164,7 +164,7 @@ def _unique(items: list[str]) -> list[str]:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
 
-    from .reportrun import ReportError, build_comparison
+    from capbench_nb.outputs.reportrun import ReportError, build_comparison
 
     out = Path(args.out) if args.out else Path("comparison")
     try:
@@ -198,8 +198,8 @@ def _invalid_lines(out: Path) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from .derivation import load_price_table, load_tool_config
-    from .ingest import ingest_run
+    from capbench_nb.records.derivation import load_price_table, load_tool_config
+    from capbench_nb.records.ingest import ingest_run
 
     report = ingest_run(
         args.run_dir,
@@ -220,7 +220,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from .simulation import simulate_run
+    from capbench_nb.simulation.simulator import simulate_run
 
     path = simulate_run(args.out, tasks=args.tasks, repeats=args.repeats, seed=args.seed, artifacts=args.artifacts)
     print(path)
@@ -228,7 +228,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from .importers import import_inspect, import_taubench
+    from capbench_nb.records.importers import import_inspect, import_taubench
 
     if args.source == "inspect":
         report = import_inspect(args.logs, args.out, scorer=args.scorer, force=args.force)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidRunError"]
+__all__ = ["InvalidRunError", "Violation"]
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -66,3 +66,15 @@ class InvalidRunError(ValueError):
 
 def _rebuild(file, rule, message, line, pointer):
     return InvalidRunError(file, rule, message, line=line, pointer=pointer)
+
+
+class Violation(Exception):
+    """A broken rule found before its location is known: rule id and reason.
+
+    The reader that knows the file and line turns it into :class:`InvalidRunError`.
+    """
+
+    def __init__(self, rule: str, reason: str) -> None:
+        super().__init__(reason)
+        self.rule = rule
+        self.reason = reason

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from capbench_nb.schema import TELEMETRY_FIELDS
+from capbench_nb.format import TELEMETRY_FIELDS
 
-REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
 SAMPLE_RUN = REPO / "data" / "sample-run"
 
 # Outcome codes: S success, A agent failure, E environment, V evaluation,

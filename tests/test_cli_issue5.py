@@ -9,8 +9,8 @@ import pytest
 
 import capbench_nb as cb
 from capbench_nb.cli import main
-from capbench_nb.export import dumps
-from capbench_nb.simulation import simulate_run
+from capbench_nb.io.atomic import dumps
+from capbench_nb.simulation.simulator import simulate_run
 
 from conftest import SAMPLE_RUN, manifest, outcomes, write_run
 
@@ -46,7 +46,7 @@ def test_verify_reports_a_slice_it_cannot_recompute(tmp_path, capsys):
     try:
         (tmp_path / "metrics.json").write_text(dumps(cb.compute_metrics(run, slices=["family"])))
     finally:
-        from capbench_nb.slices import unregister_slice
+        from capbench_nb.metrics.slices import unregister_slice
 
         unregister_slice("family")
     assert main(["verify", str(SAMPLE_RUN), "--out", str(tmp_path)]) == 1

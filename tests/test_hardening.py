@@ -38,7 +38,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from test_fuzz import (
+from test_damaged_inputs import (
     LONG,
     check_error,
     cli,
@@ -49,9 +49,9 @@ from test_fuzz import (
     write,
 )
 
-from capbench_nb.comparison import compare_runs, comparison_markdown
-from capbench_nb.loading import load_run
-from capbench_nb.reportrun import OUTPUT_FILES
+from capbench_nb.metrics.comparison import compare_runs, comparison_markdown
+from capbench_nb.records.loading import load_run
+from capbench_nb.outputs.reportrun import OUTPUT_FILES
 
 # =========================================================================== hostile strings
 
@@ -585,7 +585,7 @@ TINY_NOTEBOOK = {
 _PUBLISH_KILLER = textwrap.dedent("""
     import errno, os, signal, sys
     from pathlib import Path
-    from capbench_nb import reportrun
+    from capbench_nb.outputs import reportrun
     run, out, notebook, mode = sys.argv[1:5]
     target = Path(out).absolute()
     if mode == "exchange":
@@ -665,7 +665,7 @@ def killed_reports(tmp_path_factory):
     """Over complete outputs of run-old: ``capbench-nb report`` of run-new killed (SIGKILL) at random moments;
     then, in another copy, a report killed between two renames of the publishing step, and a normal report
     over what that left."""
-    from capbench_nb.reportrun import build_report
+    from capbench_nb.outputs.reportrun import build_report
 
     root = tmp_path_factory.mktemp("kill")
     old, new = _two_runs(root)

@@ -1,0 +1,71 @@
+"""Writing files so that a reader sees the old file or the new one, never a part of either."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["dumps", "write_atomic", "file_mode", "fsync_directory"]
+
+
+def dumps(document: dict) -> str:
+    """Canonical JSON text: 2-space indent, ASCII only, no NaN, newline at the end.
+
+    ASCII escapes keep the bytes stable and valid whatever characters task ids hold.
+    """
+    return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], None] | None = None) -> Path:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part.
+
+    The text goes to a temporary file in the same directory, is flushed and
+    fsynced, optionally passed to ``check`` (which may raise to abandon the
+    write), then renamed over ``path``.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, file_mode(path))  # mkstemp makes 0600; give what open() would have
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if check is not None:
+            check(Path(tmp))
+        os.replace(tmp, path)
+        fsync_directory(path.parent)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def file_mode(path: Path) -> int:
+    """The mode of the file being replaced, or what ``open()`` gives a new file under the umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

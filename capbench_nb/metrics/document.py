@@ -1,0 +1,162 @@
+"""The metrics.json document (spec section 7), assembled from a Run."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from capbench_nb._version import __version__
+from capbench_nb.records.loading import MANIFEST, RESULTS, Run
+from capbench_nb.metrics.rates import (
+    METRICS,
+    _prepare,
+    attempt_counts,
+    counted_attempts,
+    per_task,
+    prefix_rates,
+    shared_preparation,
+    telemetry_aggregates,
+    unbiased_curve,
+)
+from capbench_nb.metrics.slices import slices_document
+from capbench_nb.format import ANOMALY_KINDS, METRICS_SCHEMA_VERSION
+
+__all__ = ["compute_metrics"]
+
+
+def _scalar(value: Any) -> Any:
+    """A JSON-ready Python scalar: pandas/numpy nulls become None, numpy numbers Python ones."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+def _column_values(column: pd.Series) -> list:
+    """A column as Python scalars, nulls (NA, NaN) as None: what :func:`_scalar` gives, value by value."""
+    array = column.array
+    if isinstance(array, pd.arrays.BooleanArray | pd.arrays.IntegerArray | pd.arrays.FloatingArray):
+        data = array._data
+        missing = array._mask | np.isnan(data) if data.dtype.kind == "f" else array._mask
+    elif isinstance(column.dtype, np.dtype) and column.dtype.kind in "biuf":
+        data = column.to_numpy()
+        missing = np.isnan(data) if data.dtype.kind == "f" else None
+    elif isinstance(column.dtype, pd.StringDtype):
+        return column.to_numpy(dtype="object", na_value=None).tolist()
+    else:
+        return [_scalar(v) for v in column.to_numpy(dtype="object")]
+    values = data.tolist()
+    if missing is not None:
+        for i in np.flatnonzero(missing).tolist():
+            values[i] = None
+    return values
+
+
+def _per_task_entries(table: pd.DataFrame) -> list[dict]:
+    cols = {name: _column_values(table[name]) for name in table.columns}
+    entries = []
+    for task_id, planned, attempts, eligible, successes, k_eligible, first, wall, tokens, cost, oracle in zip(
+        cols["task_id"], cols["planned_repeats"], cols["attempts"], cols["eligible"], cols["successes"],
+        cols["k_eligible"], cols["first_success_attempt"], cols["cost_to_first_success_task_wall_ms"],
+        cols["cost_to_first_success_total_tokens"], cols["cost_to_first_success_cost"], cols["oracle_best_score"],
+    ):
+        entries.append(
+            {
+                "task_id": task_id,
+                "planned_repeats": planned,
+                "attempts": attempts,
+                "eligible": eligible,
+                "successes": successes,
+                "k_eligible": k_eligible,
+                "first_success_attempt": first,
+                "cost_to_first_success": None
+                if first is None
+                else {"task_wall_ms": wall, "total_tokens": tokens, "cost": cost},
+                "oracle_best_score": oracle,
+            }
+        )
+    return entries
+
+
+def _anomaly_entries(anomalies: pd.DataFrame) -> list[dict]:
+    out = []
+    for kind, tid, att, line, reason, rule in anomalies[["kind", "task_id", "attempt", "line", "reason", "rule"]].itertuples(
+        index=False, name=None
+    ):
+        text = reason if kind != "invalid_line" else f"{reason} [rule: {rule}]"
+        out.append({"kind": kind, "task_id": _scalar(tid), "attempt": _scalar(att), "line": int(line), "reason": text})
+    return out
+
+
+def _curves(attempts, plan, k: int) -> dict:
+    points = []
+    for j, at, hat in prefix_rates(attempts, plan=plan, k=k):
+        points.append({"j": int(j), "pass@j": {f: _scalar(v) for f, v in at.to_dict().items()},
+                       "pass^j": {f: _scalar(v) for f, v in hat.to_dict().items()}})
+    unbiased = unbiased_curve(attempts, plan=plan)
+    return {
+        "planned_prefix": points,
+        "unbiased": {
+            "estimator": "unbiased over all eligible attempts per task: pass@j = 1 - C(n-c,j)/C(n,j) "
+            "(Chen et al. 2021), pass^j = C(c,j)/C(n,j) (Yao et al. 2024); j up to the smallest eligible n",
+            "tasks": int(unbiased["tasks"].iloc[0]) if len(unbiased) else 0,
+            "points": [{"j": int(r["j"]), "pass@j": float(r["pass@j"]), "pass^j": float(r["pass^j"])}
+                       for r in unbiased.to_dict("records")],
+        },
+    }
+
+
+def compute_metrics(run: Run, *, slices: tuple[str, ...] | list[str] = ()) -> dict:
+    """Every metric of spec section 6 for ``run``, as the metrics.json document.
+
+    The result depends only on the two input files, ``run.strict`` and the
+    requested slice dimensions: no clock, no paths, no environment.  Keys
+    follow spec section 7, plus ``suite``, ``status``, ``judge``,
+    ``anomaly_counts``, per-task ``k_eligible``, ``curves`` (pass@j and pass^j
+    from planned prefixes, and the unbiased estimators beside them) and
+    ``slices`` (one list per requested dimension).
+    """
+    with shared_preparation():  # one pass of preparation for every metric below
+        return _document(run, slices)
+
+
+def _document(run: Run, slices) -> dict:
+    plan, k = run.plan, run.k
+    attempts = counted_attempts(run.records, plan=plan)
+    observed = int((_prepare(attempts, plan).count() > 0).sum())
+    metrics = {name: fn(attempts, plan, k).to_dict() for name, fn in METRICS.items()}
+    suite = run.manifest.get("suite")
+    counts = run.anomalies["kind"].value_counts()
+    return {
+        "schema_version": METRICS_SCHEMA_VERSION,
+        "run_id": run.run_id,
+        "suite": {"name": suite.get("name"), "version": suite.get("version")} if isinstance(suite, dict) else None,
+        "status": run.manifest.get("status"),
+        "judge": run.judge,
+        "k": int(k),
+        "tasks": {"planned": int(len(plan)), "observed": observed},
+        "attempts": attempt_counts(attempts, plan=plan),
+        "metrics": metrics,
+        "telemetry": telemetry_aggregates(attempts, plan=plan),
+        "per_task": _per_task_entries(per_task(attempts, plan=plan, k=k)),
+        "anomalies": _anomaly_entries(run.anomalies),
+        "anomaly_counts": {kind: int(counts.get(kind, 0)) for kind in ANOMALY_KINDS},
+        "curves": _curves(attempts, plan, k),
+        "slices": slices_document(run, slices),
+        "provenance": {
+            "toolkit": "capbench-nb",
+            "toolkit_version": __version__,
+            "inputs": {MANIFEST: run.hashes[MANIFEST], RESULTS: run.hashes[RESULTS]},
+            "options": {"allow_invalid": not run.strict, "slices": list(slices)},
+        },
+    }

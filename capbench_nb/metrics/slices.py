@@ -1,0 +1,197 @@
+"""Metrics per slice of a run: by platform, app, model, or any grouping of the researcher's own.
+
+A slice dimension is one of
+
+- a label of the plan's tasks (any key other than ``task_id`` and ``repeats``);
+- a key of the manifest's ``config`` (one value for the whole run);
+- a derived dimension registered by name with :func:`register_slice`: a
+  function of the run that returns one value per planned task.
+
+Adding a slice needs no change to the package::
+
+    import capbench_nb as cb
+    cb.register_slice("family", lambda run: run.plan["task_id"].str.split(".").str[0])
+    cb.metrics_by(run, by="family")
+
+Every slice is a set of planned tasks; its metrics are the run's metrics
+restricted to those tasks, with coverage over the tasks planned in the slice.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from capbench_nb.records.loading import Run
+from capbench_nb.metrics.rates import attempt_counts, counted_attempts, pass_at_1, pass_at_k, pass_hat_k
+from capbench_nb.format import CLASS_KEYS
+
+__all__ = ["UnknownSliceError", "register_slice", "unregister_slice", "registered_slices", "slice_values", "metrics_by", "SMALL_SLICE"]
+
+#: Slices with fewer planned tasks than this are marked ``small``: their
+#: intervals are wide and their point estimates move a lot with one task.
+SMALL_SLICE = 10
+
+_REGISTRY: dict[str, Callable[[Run], Iterable]] = {}
+
+
+class UnknownSliceError(KeyError):
+    """A slice dimension that is neither registered, nor a plan label, nor a config key."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown slice dimension"
+
+_RATES = (("pass@1", None), ("pass@k", pass_at_k), ("pass^k", pass_hat_k))
+_RATE_FIELDS = ("value", "successes", "n", "ci_low", "ci_high", "coverage")
+
+
+def register_slice(name: str, function: Callable[[Run], Iterable]) -> None:
+    """Register a derived slice dimension.
+
+    Parameters
+    ----------
+    name : str
+        The dimension's name, as used in ``by=`` and ``--slice``.  It shadows
+        a plan label or config key of the same name.
+    function : callable
+        ``function(run)`` returns one value per planned task, in plan order
+        (a list, array or Series aligned with ``run.plan``).
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("a slice dimension needs a non-empty name")
+    _REGISTRY[name] = function
+
+
+def unregister_slice(name: str) -> None:
+    """Remove a derived slice dimension (no error when absent)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered_slices() -> list[str]:
+    """Names of the derived dimensions registered so far."""
+    return sorted(_REGISTRY)
+
+
+def slice_values(run: Run, dimension: str) -> pd.Series:
+    """The value of ``dimension`` for every planned task, indexed like ``run.plan``.
+
+    Raises
+    ------
+    KeyError
+        When the dimension is neither registered, nor a plan label, nor a config key.
+    """
+    if dimension in _REGISTRY:
+        values = _REGISTRY[dimension](run)
+        series = pd.Series(list(values) if not isinstance(values, pd.Series) else values.to_numpy(), index=run.plan.index)
+        if len(series) != len(run.plan):
+            raise ValueError(f"slice {dimension!r} gave {len(series)} values for {len(run.plan)} planned tasks")
+        return series
+    if dimension in run.plan.columns and dimension not in ("task_id", "planned_repeats"):
+        return run.plan[dimension].astype(object)
+    config = run.manifest.get("config") or {}
+    if dimension in config:
+        return pd.Series([config[dimension]] * len(run.plan), index=run.plan.index, dtype=object)
+    labels = [c for c in run.plan.columns if c not in ("task_id", "planned_repeats")]
+    raise UnknownSliceError(
+        f"unknown slice dimension {dimension!r}; plan labels: {labels or 'none'}, "
+        f"config keys: {sorted(config) or 'none'}, registered: {registered_slices() or 'none'}"
+    )
+
+
+def _json_value(value):
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def metrics_by(run: Run, by: str | list[str], *, confidence: float = 0.95) -> pd.DataFrame:
+    """pass@1, pass@k and pass^k per slice, with Wilson intervals, n, coverage and attempt counts.
+
+    Parameters
+    ----------
+    run : Run
+        A loaded run.
+    by : str or list of str
+        Slice dimension(s); several give one row per combination of values.
+    confidence : float, default 0.95
+        Level of the Wilson intervals.
+
+    Returns
+    -------
+    DataFrame
+        One row per slice, sorted by value (missing values last): the
+        dimension columns, ``tasks`` (planned in the slice), ``small``
+        (fewer than :data:`SMALL_SLICE` tasks), for each of ``pass@1``,
+        ``pass@k``, ``pass^k`` the columns ``<metric>_value``,
+        ``<metric>_successes``, ``<metric>_n``, ``<metric>_ci_low``,
+        ``<metric>_ci_high``, ``<metric>_coverage`` (coverage within the
+        slice), then ``attempts``, ``eligible`` and one count per failure class.
+        Slice rows add up to the whole run in tasks, n, successes and counts.
+    """
+    dims = [by] if isinstance(by, str) else list(by)
+    keys = pd.DataFrame({d: pd.Series([_json_value(v) for v in slice_values(run, d).astype(object)], dtype=object)
+                         for d in dims})
+    attempts = counted_attempts(run.records, plan=run.plan)
+    task_of = attempts["task_id"].astype(object)
+    groups: dict[tuple, list[int]] = {}
+    for position, combo in enumerate(keys.itertuples(index=False, name=None)):
+        groups.setdefault(combo, []).append(position)
+
+    def order(combo: tuple):
+        return tuple((v is None, str(type(v).__name__), v if v is not None else "") for v in combo)
+
+    rows = []
+    for combo in sorted(groups, key=order):
+        sub_plan = run.plan.iloc[groups[combo]].reset_index(drop=True)
+        sub = attempts[task_of.isin(set(sub_plan["task_id"].astype(object))).to_numpy()]
+        row = dict(zip(dims, combo))
+        row["tasks"] = len(sub_plan)
+        row["small"] = len(sub_plan) < SMALL_SLICE
+        for name, fn in _RATES:
+            rate = pass_at_1(sub, plan=sub_plan, confidence=confidence) if fn is None else fn(
+                sub, plan=sub_plan, k=run.k, confidence=confidence)
+            for field in _RATE_FIELDS:
+                row[f"{name}_{field}"] = getattr(rate, field)
+        counts = attempt_counts(sub, plan=sub_plan)
+        row["attempts"], row["eligible"] = counts["total"], counts["eligible"]
+        row.update(counts["by_failure_class"])
+        rows.append(row)
+    columns = dims + ["tasks", "small"] + [f"{m}_{f}" for m, _ in _RATES for f in _RATE_FIELDS] + [
+        "attempts", "eligible", *CLASS_KEYS]
+    table = pd.DataFrame(rows, columns=columns)
+    for d in dims:  # keep slice values as given (None for missing), not coerced to a string dtype
+        table[d] = pd.Series([row[d] for row in rows], dtype=object)
+    for name, _ in _RATES:  # nulls stay null: nullable dtypes
+        for field in ("value", "ci_low", "ci_high", "coverage"):
+            table[f"{name}_{field}"] = pd.array(table[f"{name}_{field}"].astype(object).where(
+                table[f"{name}_{field}"].notna(), None).tolist(), dtype="Float64")
+    return table
+
+
+def slices_document(run: Run, dimensions: Iterable[str], *, confidence: float = 0.95) -> dict:
+    """The ``slices`` object of metrics.json: per dimension, one entry per value.
+
+    Each entry is ``{"value", "tasks", "small", "pass@1", "pass@k", "pass^k",
+    "attempts": {"total", "eligible", "by_failure_class"}}`` with the metric
+    objects shaped exactly like the headline ones.
+    """
+    out = {}
+    for dim in dimensions:
+        table = metrics_by(run, dim, confidence=confidence)
+        entries = []
+        for row in table.to_dict("records"):
+            entry = {"value": row[dim], "tasks": int(row["tasks"]), "small": bool(row["small"])}
+            for name, _ in _RATES:
+                entry[name] = {f: _json_value(row[f"{name}_{f}"]) for f in _RATE_FIELDS}
+            entry["attempts"] = {
+                "total": int(row["attempts"]),
+                "eligible": int(row["eligible"]),
+                "by_failure_class": {key: int(row[key]) for key in CLASS_KEYS},
+            }
+            entries.append(entry)
+        out[dim] = entries
+    return out

@@ -1,0 +1,21 @@
+"""Writing metrics.json into an output directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from capbench_nb.io.atomic import dumps, write_atomic
+from capbench_nb.metrics.document import compute_metrics
+from capbench_nb.records.loading import Run
+
+__all__ = ["write_metrics", "METRICS_FILE"]
+
+METRICS_FILE = "metrics.json"
+
+
+def write_metrics(run: Run, out_dir: str | os.PathLike | None = None, *, slices: tuple[str, ...] | list[str] = ()) -> Path:
+    """Compute and write ``metrics.json`` into ``out_dir`` (default: the run directory)."""
+    out = Path(out_dir) if out_dir is not None else run.path
+    out.mkdir(parents=True, exist_ok=True)
+    return write_atomic(out / METRICS_FILE, dumps(compute_metrics(run, slices=slices)))

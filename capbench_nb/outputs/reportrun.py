@@ -1,0 +1,733 @@
+"""Executing the report notebook: ``capbench-nb report``.
+
+:func:`build_report` validates the run, executes ``run_report.ipynb`` with
+papermill on a kernel of this Python environment, converts the executed
+notebook to one self-contained ``report.html`` (code hidden, nothing fetched
+from the network), and moves ``report.ipynb``, ``report.html``,
+``summary.md`` and ``metrics.json`` into the output directory only when all
+four were produced.
+
+The notebook does the work (loading, metrics, the two exported files,
+the displays); this module only runs it and publishes what it wrote.
+papermill and nbconvert are imported when a report is built, not when the
+package is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from capbench_nb.io.atomic import fsync_directory as _fsync_directory
+from capbench_nb.records.loading import load_run
+
+__all__ = [
+    "build_report",
+    "build_comparison",
+    "find_notebook",
+    "notebook_to_html",
+    "ReportError",
+    "REPORT_NOTEBOOK",
+    "OUTPUT_FILES",
+]
+
+#: The report notebook, by file name (see :func:`find_notebook`).
+REPORT_NOTEBOOK = "run_report.ipynb"
+#: The comparison notebook, by file name.
+COMPARE_NOTEBOOK = "compare_runs.ipynb"
+#: What a report build writes into the output directory, in the order they are moved into place.
+OUTPUT_FILES = ("metrics.json", "summary.md", "report.ipynb", "report.html")
+#: The nbconvert template shipped in ``capbench_nb/outputs/templates/``.
+HTML_TEMPLATE = "capbench_report"
+
+_PARAMETERS_TAG = "parameters"
+_INJECTED_TAG = "injected-parameters"
+
+
+class ReportError(RuntimeError):
+    """The report notebook failed (a cell raised, or the kernel could not run it).
+
+    ``str()`` is one line, e.g. ``report notebook failed in cell 7
+    (reporting.show_per_task(doc, run)): ValueError: ...``.  For a failing
+    cell, ``cell`` is its number among the notebook's code cells, counted
+    from 1: its ``In [N]`` when the notebook is run top to bottom in
+    Jupyter; ``source`` is the cell's first line of code, ``ename`` and
+    ``evalue`` the exception raised in the kernel.
+    """
+
+    def __init__(self, message: str, *, cell: int | None = None, source: str | None = None,
+                 ename: str | None = None, evalue: str | None = None) -> None:
+        super().__init__(message)
+        self.cell = cell
+        self.source = source
+        self.ename = ename
+        self.evalue = evalue
+
+
+# --------------------------------------------------------------------------- locating files
+
+
+def find_notebook(name: str = REPORT_NOTEBOOK) -> Path:
+    """The path of a notebook shipped with capbench-nb.
+
+    Looked up, in order, as package data (``capbench_nb/notebooks/NAME``, where
+    a packaged build puts a copy), then in the ``notebooks/`` folder of the
+    source checkout this package is imported from (an editable install).
+
+    Raises
+    ------
+    FileNotFoundError
+        When neither exists.
+    """
+    packaged = resources.files("capbench_nb").joinpath("notebooks", name)
+    if packaged.is_file():
+        return Path(str(packaged))
+    package_dir = Path(__file__).resolve().parents[1]  # capbench_nb/
+    checkout = package_dir.parent
+    candidate = checkout / "notebooks" / name
+    if candidate.is_file() and (checkout / "pyproject.toml").is_file():
+        return candidate
+    raise FileNotFoundError(
+        2, f"the notebook {name} is neither package data of capbench_nb nor in {checkout / 'notebooks'}",
+        str(candidate))
+
+
+def _template_dir() -> Path:
+    path = resources.files("capbench_nb.outputs").joinpath("templates")
+    return Path(str(path))
+
+
+# --------------------------------------------------------------------------- the kernel
+
+
+@contextlib.contextmanager
+def own_kernel() -> Iterator[str]:
+    """A kernel name that starts this very Python (``sys.executable``), valid inside the block.
+
+    A kernelspec is written into a temporary directory that is put first on
+    ``JUPYTER_PATH`` for the duration of the block (jupyter_client reads the
+    variable whenever a kernel is looked up), so the report never runs on
+    whatever kernel a user-wide ``python3`` spec happens to point at.  The
+    name is unique, so no other kernelspec can shadow it.  The kernel's
+    matplotlib backend is the inline one even when ``MPLBACKEND`` is set
+    (say, to Agg for scripts), or pyplot figures would be missing from the
+    report; its log is kept to critical messages, so a report is quiet.
+    """
+    name = f"capbench-nb-{os.getpid()}-{secrets.token_hex(4)}"
+    try:  # what `ipykernel install` would write for this Python (metadata such as supported encryption)
+        from ipykernel.kernelspec import get_kernel_dict
+
+        spec = dict(get_kernel_dict())
+    except Exception:  # pragma: no cover - an ipykernel without that helper
+        spec = {"language": "python", "metadata": {}}
+    # The kernel's own log goes to our stderr; at shutdown jupyter_client interrupts the kernel
+    # first, which now and then logs "KeyboardInterrupt caught in kernel" there.  Errors in cells
+    # reach us through the notebook, and a kernel that dies is reported as such.
+    spec["argv"] = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                    "--IPKernelApp.log_level=CRITICAL", "--HistoryManager.enabled=False"]
+    spec["display_name"] = f"capbench-nb ({sys.executable})"
+    spec["env"] = {"MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    with tempfile.TemporaryDirectory(prefix="capbench-nb-kernel-") as tmp:
+        spec_dir = Path(tmp, "kernels", name)
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+        previous = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = tmp if not previous else tmp + os.pathsep + previous
+        try:
+            yield name
+        finally:
+            if previous is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = previous
+
+
+# --------------------------------------------------------------------------- execution
+
+
+def _execute_notebook(notebook: Path, parameters: dict, *, cwd: Path, progress: bool) -> Any:
+    """Run ``notebook`` with papermill on :func:`own_kernel`; returns the executed notebook node.
+
+    papermill writes nothing: the executed notebook stays in memory (no output
+    path, so none is formatted with the parameters either) and the caller
+    writes it once.  Saving after every cell, papermill's default, rewrote the
+    whole notebook with its images some fifty times per report.  Should the
+    kernel die, the exception raised carries the notebook as far as it ran
+    (``exc.capbench_notebook``), which names the cell that was running.
+    """
+    import papermill
+
+    # papermill's own log (e.g. "Kernel died while waiting for execute reply") would repeat, on
+    # stderr and unasked, what the ReportError raised from it says in one line.
+    log = logging.getLogger("papermill")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        with own_kernel() as kernel_name:
+            nb = papermill.execute_notebook(
+                str(notebook),
+                None,
+                parameters=parameters,  # papermill writes them as literals into a cell of its own
+                engine_name=_engine_name(),
+                kernel_name=kernel_name,
+                language="python",
+                progress_bar=progress,
+                request_save_on_cell_execute=False,
+                log_output=False,
+                cwd=str(cwd),
+                config=_client_config(),
+            )
+    finally:
+        log.setLevel(level)
+    for cell in nb.cells:  # papermill gives its cell a random id, which would differ between two reports
+        if _INJECTED_TAG in cell.get("metadata", {}).get("tags", []):
+            cell["id"] = _INJECTED_TAG
+    return nb
+
+
+_ENGINE = "capbench-nb"
+
+
+def _engine_name() -> str:
+    """The papermill engine of reports (registered on first use): nbclient's, keeping the notebook on failure."""
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    if _ENGINE not in papermill_engines._engines:
+
+        class InMemoryEngine(NBClientEngine):
+            @classmethod
+            def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+                try:
+                    return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+                except BaseException as exc:
+                    with contextlib.suppress(AttributeError, TypeError):
+                        exc.capbench_notebook = nb_man.nb
+                    raise
+
+        papermill_engines.register(_ENGINE, InMemoryEngine)
+    return _ENGINE
+
+
+def _client_config() -> Any:
+    """nbclient configuration: encrypt the kernel's local TCP traffic where both ends can.
+
+    Recent ipykernels declare CurveZMQ support in their kernelspec and warn on
+    stderr when started on plain TCP; jupyter_client provisions keys only when
+    asked (``transport_encryption``, absent from older versions).
+    """
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    config = Config()
+    try:
+        import zmq
+
+        curve = bool(zmq.has("curve"))
+    except Exception:  # pragma: no cover
+        curve = False
+    if curve and KernelManager.class_traits().get("transport_encryption") is not None:
+        config.KernelManager.transport_encryption = "auto"
+    # The notebook has written (and fsynced) every output by its last cell; a graceful shutdown
+    # would only wait ~0.4 s for the interpreter to tear down pandas and matplotlib.
+    config.NotebookClient.shutdown_kernel = "immediate"
+    return config
+
+
+def _first_code_line(source: str, limit: int = 70) -> str:
+    lines = [line.strip() for line in source.splitlines()]
+    code = [line for line in lines if line and not line.startswith("#")]
+    text = code[0] if code else (lines[0] if lines else "")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    from capbench_nb.errors import _one_line as one_line
+
+    return one_line(" ".join(str(text).split()), limit=limit)
+
+
+def _source_cell(notebook: Path, index: int, source: str) -> int | None:
+    """The number, among the code cells of ``notebook`` as written, of the executed notebook's cell ``index``.
+
+    papermill's executed notebook has its own cell with the parameters right
+    after the one tagged ``parameters`` (or first, or in place of an earlier
+    injected cell); ``source`` must match, else None (never a wrong number).
+    """
+    import nbformat
+
+    try:
+        cells = nbformat.read(str(notebook), as_version=4).cells
+    except Exception:  # the numbering is a courtesy; the error itself must get out
+        return None
+    tags = [set(c.get("metadata", {}).get("tags", [])) for c in cells]
+    if not any(_INJECTED_TAG in t for t in tags):
+        inserted = next((i for i, t in enumerate(tags) if _PARAMETERS_TAG in t), -1) + 1
+        if index == inserted:
+            return None
+        index -= index > inserted
+    if 0 <= index < len(cells) and cells[index].cell_type == "code" and cells[index].source == source:
+        return sum(1 for c in cells[: index + 1] if c.cell_type == "code")
+    return None
+
+
+def _describe_cell(number: int | None, source: str, exec_count: Any = None) -> str:
+    if number is not None:
+        where = f"cell {number}"
+    elif exec_count is not None:
+        where = f"the cell executed as In [{exec_count}]"
+    else:
+        where = "a cell"
+    code = _first_code_line(source)
+    return f"{where} ({code})" if code else where
+
+
+def _cell_error(exc: Any, notebook: Path) -> ReportError:
+    """A :class:`ReportError` naming the code cell of ``notebook`` that raised (papermill's ``exc``)."""
+    number = _source_cell(notebook, exc.cell_index, exc.source or "")
+    evalue = _one_line(exc.evalue or "")
+    what = f"{exc.ename}: {evalue}" if evalue else str(exc.ename)
+    where = _describe_cell(number, exc.source or "", exc.exec_count)
+    message = _one_line(f"report notebook failed in {where}: {what}", limit=500)
+    return ReportError(message, cell=number, source=_first_code_line(exc.source or ""), ename=exc.ename,
+                       evalue=exc.evalue)
+
+
+def _execution_error(exc: BaseException, notebook: Path) -> ReportError:
+    """A :class:`ReportError` for a kernel that died or hung: the cell it was running, when known.
+
+    papermill stamps each cell's ``start_time`` as it starts; when the kernel
+    dies it marks the remaining cells completed without one, so the last cell
+    that started (in the notebook the exception carries, see
+    :func:`_engine_name`) is the one the kernel did not finish.
+    """
+    detail = _one_line(str(exc)) or "no detail"
+    what = f"{type(exc).__name__}: {detail}"
+    number, source = None, None
+    try:
+        nb = getattr(exc, "capbench_notebook", None)
+        started = [i for i, c in enumerate(nb.cells)
+                   if c.cell_type == "code" and c.get("metadata", {}).get("papermill", {}).get("start_time")]
+        if started:
+            cell = nb.cells[started[-1]]
+            number, source = _source_cell(notebook, started[-1], cell.source), cell.source
+    except Exception:  # not started, or no cell running: say what we know
+        pass
+    if source is None:
+        return ReportError(f"report notebook could not be executed: {what}", ename=type(exc).__name__, evalue=detail)
+    message = _one_line(f"report notebook failed in {_describe_cell(number, source)}: {what}", limit=500)
+    return ReportError(message, cell=number, source=_first_code_line(source), ename=type(exc).__name__, evalue=detail)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def notebook_to_html(nb: Any, *, title: str | None = None) -> str:
+    """One self-contained HTML page from an executed notebook: outputs and text only.
+
+    Code cells' input and the In/Out prompts are left out; images are inline
+    (``data:`` URIs) and the template (``capbench_nb/outputs/templates/capbench_report``)
+    loads nothing from the network: no require.js, MathJax, mermaid or
+    widget scripts, no remote fonts or style sheets.
+    """
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(
+        template_name=HTML_TEMPLATE,
+        extra_template_basedirs=[str(_template_dir())],
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        embed_images=True,
+    )
+    res = {"metadata": {"name": title}} if title else None
+    body, _ = exporter.from_notebook_node(nb, resources=res)
+    return body
+
+
+# --------------------------------------------------------------------------- publishing
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+#: Staging folders: beside OUT ``.OUT.capbench-XXXX.partial``, inside a shared OUT
+#: ``.capbench-report-XXXX.partial``; the previous outputs while the fallback switch runs: ``.previous``.
+_STAGING_MARK = ".capbench-"
+_INNER_PREFIX = ".capbench-report-"
+_PARTIAL, _PREVIOUS = ".partial", ".previous"
+
+
+def _sibling_prefix(out: Path) -> str:
+    """Name prefix of the hidden folders a build of ``out`` keeps next to it.
+
+    A name too long to take the prefix and suffix within NAME_MAX (255 bytes) is replaced by a
+    digest of itself, so every build of ``out`` still finds the others' folders.
+    """
+    name = out.name
+    if len(os.fsencode(name)) > 150:
+        import hashlib
+
+        name = hashlib.sha256(os.fsencode(name)).hexdigest()[:24]
+    return f".{name}{_STAGING_MARK}"
+
+
+def _rename_exchange(a: Path, b: Path) -> None:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); OSError where unsupported."""
+    import ctypes
+    import errno
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None or not sys.platform.startswith("linux"):
+        raise OSError(errno.ENOSYS, "renameat2 is not available")
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def _inner_staging(out: Path) -> Path:
+    """A new staging folder inside ``out`` (a shared output directory, or one on its own file system)."""
+    return Path(tempfile.mkdtemp(dir=out, prefix=_INNER_PREFIX, suffix=_PARTIAL))
+
+
+def _unlocked(path: Path) -> bool:
+    """True when no live build holds ``path`` (a staging folder, locked by its build for its lifetime)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the probe's lock
+
+
+def _lock(path: Path) -> int:
+    """Hold ``path`` (a staging folder) until the returned descriptor is closed; a kill releases it too."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _recover(out: Path) -> None:
+    """Clean up after builds of ``out`` that were killed: nothing a live build uses is touched.
+
+    A killed build leaves its staging folder next to ``out`` (or, for a
+    shared output directory, inside it), and a build killed between the two
+    renames of the fallback switch leaves ``out`` missing and the previous
+    outputs in a ``.previous`` folder: those are put back first.
+    """
+    parent, prefix = out.parent, _sibling_prefix(out)
+    try:
+        siblings = sorted(p for p in parent.iterdir() if p.name.startswith(prefix))
+    except OSError:
+        siblings = []
+    for path in siblings:
+        if path.name.endswith(_PREVIOUS) and not os.path.lexists(out) and _unlocked(path):
+            with contextlib.suppress(OSError):
+                os.rename(path, out)
+    candidates = [p for p in siblings if p.name.endswith((_PARTIAL, _PREVIOUS))]
+    with contextlib.suppress(OSError):
+        candidates += [p for p in out.iterdir() if p.name.startswith(_INNER_PREFIX) and p.name.endswith(_PARTIAL)]
+    for path in candidates:
+        if os.path.isdir(path) and not os.path.islink(path) and _unlocked(path):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _dedicated(out: Path, names: tuple[str, ...]) -> bool:
+    """``out`` is a real directory that holds nothing but outputs of this kind of build."""
+    if os.path.islink(out) or not out.is_dir():
+        return False
+    return all(entry in names for entry in os.listdir(out))
+
+
+def _switch(staging: Path, out: Path, names: tuple[str, ...]) -> bool:
+    """Make the folder ``staging`` the output directory ``out``, all files at once.
+
+    ``out`` missing: one rename.  ``out`` holding only outputs of this kind:
+    one ``RENAME_EXCHANGE`` swaps the two folders, so a reader (or a kill at
+    any moment) sees the previous set or the new one.  Where the exchange is
+    unsupported, two renames: a kill between them leaves no ``out`` and the
+    previous outputs in a ``.previous`` folder, which the next build restores.
+    Anything that appeared in ``out`` meanwhile is moved back.  False, with
+    nothing changed, when ``out`` cannot be moved at all (a mount point).
+    """
+    mode = stat.S_IMODE(os.stat(out).st_mode) if out.is_dir() else 0o777 & ~_umask()
+    os.chmod(staging, mode)  # mkdtemp made it 0700; keep the directory's own permissions
+    if not os.path.lexists(out):
+        os.rename(staging, out)
+        _fsync_directory(out.parent)
+        return True
+    try:
+        _rename_exchange(staging, out)
+        old = staging
+    except OSError:
+        old = staging.with_name(staging.name[: -len(_PARTIAL)] + _PREVIOUS)
+        try:
+            os.rename(out, old)
+        except OSError:  # out cannot move (a mount point, say): nothing changed
+            return False
+        try:
+            os.rename(staging, out)
+        except OSError:
+            os.rename(old, out)
+            return False
+    _fsync_directory(out.parent)
+    for entry in os.listdir(old):
+        if entry not in names and not os.path.lexists(out / entry):
+            with contextlib.suppress(OSError):
+                os.rename(old / entry, out / entry)
+    shutil.rmtree(old, ignore_errors=True)
+    return True
+
+
+def _publish_files(staging: Path, out: Path, names: tuple[str, ...]) -> None:
+    """:func:`_publish` from ``staging`` into ``out``, through a staging folder inside ``out`` when the
+    two are on different file systems (``out`` a mount point): a rename never crosses devices."""
+    out.mkdir(exist_ok=True)
+    if os.stat(staging).st_dev == os.stat(out).st_dev:
+        _publish(staging, out, names)
+        return
+    inner = _inner_staging(out)
+    lock = _lock(inner)
+    try:
+        for name in names:
+            shutil.copy2(staging / name, inner / name)
+            _fsync_file(inner / name)
+        _publish(inner, out, names)
+    finally:
+        shutil.rmtree(inner, ignore_errors=True)
+        os.close(lock)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publish(staging: Path, out: Path, names: tuple[str, ...]) -> None:
+    """Move ``names`` from ``staging`` over ``out``, each by an atomic rename (a shared ``out``).
+
+    Used when ``out`` holds other files too (say, the run directory itself),
+    which :func:`_switch` must not move.  A reader sees, per file, the old
+    version or the new one; a kill between two renames can leave a mix (the
+    outputs' hashes and ``capbench-nb verify`` show it).  If a rename
+    fails midway, the files already replaced get their previous versions back
+    (kept as hard links, or copies where links are impossible), so the
+    directory never mixes two reports.
+    """
+    keep = staging / ".previous"
+    keep.mkdir()
+    kept: list[str] = []
+    for name in names:
+        target = out / name
+        if target.exists():
+            try:
+                os.link(target, keep / name)
+            except OSError:
+                shutil.copy2(target, keep / name)
+            kept.append(name)
+    placed: list[str] = []
+    try:
+        for name in names:
+            os.replace(staging / name, out / name)
+            placed.append(name)
+    except BaseException:
+        for name in placed:
+            with contextlib.suppress(OSError):
+                if name in kept:
+                    os.replace(keep / name, out / name)
+                else:
+                    os.unlink(out / name)
+        raise
+    _fsync_directory(out)
+
+
+# --------------------------------------------------------------------------- the build
+
+
+def _build(
+    source: Path,
+    out: Path,
+    parameters: dict,
+    *,
+    written: tuple[str, ...],
+    stem: str,
+    title: str,
+    progress: bool | None,
+) -> Path:
+    """Execute ``source`` into a staging folder next to ``out`` and publish its outputs.
+
+    ``parameters`` are given to papermill (as data, never spliced into code),
+    with ``out_dir`` set to the staging folder and ``report_dir`` to ``out``;
+    the notebook must write every file of ``written`` there.  The executed
+    notebook is kept as ``<stem>.ipynb`` and converted to ``<stem>.html``.
+    Nothing in ``out`` changes unless every output exists; then an ``out``
+    that is missing or holds only such outputs is replaced as a whole in one
+    step (:func:`_switch`), any other ``out`` file by file (:func:`_publish`).
+    Leftovers of killed builds are removed first (:func:`_recover`).
+    """
+    if not source.is_file():
+        raise FileNotFoundError(2, "no such notebook", str(source))
+    given = Path(out)
+    out = Path(os.path.abspath(out))
+    report_dir = out  # evidence links are relative to where the user asked for the report
+    if os.path.islink(out):
+        out = Path(os.path.realpath(out))  # publish into the folder the link names, keep the link
+    if os.path.lexists(out) and not out.is_dir():
+        raise NotADirectoryError(20, "the output directory is not a directory", str(report_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    outputs = (*written, f"{stem}.ipynb", f"{stem}.html")
+    _recover(out)
+    try:  # next to out, so that the finished folder can take out's place in one step
+        staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=_sibling_prefix(out), suffix=_PARTIAL))
+    except OSError:  # out's parent is not writable: stage inside out, publish file by file
+        out.mkdir(exist_ok=True)
+        staging = _inner_staging(out)
+    lock = _lock(staging)
+    try:
+        parameters = {**parameters, "out_dir": str(staging), "report_dir": str(report_dir)}
+        try:
+            nb = _execute_notebook(source.absolute(), parameters, cwd=staging, progress=progress)
+        except Exception as exc:
+            from papermill.exceptions import PapermillExecutionError
+
+            if isinstance(exc, PapermillExecutionError):
+                raise _cell_error(exc, source) from exc
+            raise _execution_error(exc, source) from exc
+        import nbformat
+
+        for name in written:
+            if not (staging / name).is_file():
+                raise ReportError(f"notebook {source.name} ran but did not write {name} into out_dir")
+        for extra in os.listdir(staging):  # the notebook's own scratch files stay out of the outputs
+            if extra not in outputs:
+                path = staging / extra
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        _write_synced(staging / f"{stem}.ipynb", nbformat.writes(nb))
+        _write_synced(staging / f"{stem}.html", notebook_to_html(nb, title=title))
+        # write_atomic keeps modes; give every output the mode open() gave the HTML file
+        mode = (staging / f"{stem}.html").stat().st_mode & 0o777
+        for name in outputs:
+            os.chmod(staging / name, mode)
+            _fsync_file(staging / name)
+        _fsync_directory(staging)
+        whole = staging.parent == out.parent and (not os.path.lexists(out) or _dedicated(out, outputs))
+        if not (whole and _switch(staging, out, outputs)):
+            _publish_files(staging, out, outputs)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        os.close(lock)
+    return given / f"{stem}.html"
+
+
+def build_report(
+    run_dir: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    allow_invalid: bool = False,
+    slices: list[str] | tuple[str, ...] = (),
+    progress: bool | None = None,
+    notebook: str | os.PathLike | None = None,
+) -> Path:
+    """Execute the report notebook on a run and write its outputs.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run directory.
+    out_dir : path-like, optional
+        Where ``report.html``, ``report.ipynb``, ``summary.md`` and
+        ``metrics.json`` go (created if missing); default ``run_dir``.
+    allow_invalid : bool, default False
+        Skip invalid lines of results.jsonl (listed under anomalies) instead of failing.
+    slices : list of str
+        Slice dimensions (plan labels or config keys) reported per value.
+    progress : bool, optional
+        papermill's progress bar on stderr; default: when stderr is a terminal.
+    notebook : path-like, optional
+        Another notebook to execute instead of ``run_report.ipynb`` (same
+        parameters: ``run_dir``, ``out_dir``, ``report_dir``, ``allow_invalid``,
+        ``slices``; it must write ``metrics.json`` and ``summary.md`` into ``out_dir``).
+
+    Returns
+    -------
+    Path
+        The path of ``report.html``.
+
+    Raises
+    ------
+    InvalidRunError
+        The run is invalid; raised before any notebook runs.
+    UnknownSliceError
+        A slice dimension the run does not have; raised before any notebook runs.
+    ReportError
+        A cell raised or the kernel failed; nothing in ``out_dir`` changed.
+    """
+    from capbench_nb.metrics.slices import slice_values
+
+    run = load_run(run_dir, strict=not allow_invalid)  # bad input fails here, before any kernel starts
+    for dim in slices:
+        slice_values(run, dim)
+    source = Path(notebook) if notebook is not None else find_notebook(REPORT_NOTEBOOK)
+    out = Path(out_dir) if out_dir is not None else Path(run_dir)
+    parameters = {"run_dir": os.path.abspath(run_dir), "allow_invalid": bool(allow_invalid), "slices": list(slices)}
+    return _build(source, out, parameters, written=("metrics.json", "summary.md"), stem="report",
+                  title=f"{_one_line(run.run_id, 120)} · capbench-nb report", progress=progress)
+
+
+def build_comparison(
+    run_a: str | os.PathLike,
+    run_b: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    allow_invalid: bool = False,
+    seed: int = 0,
+    strict: bool = False,
+    progress: bool | None = None,
+    notebook: str | os.PathLike | None = None,
+) -> Path:
+    """Execute the comparison notebook on two runs: comparison.json, .md, .ipynb and .html in ``out_dir``.
+
+    Both runs are validated first (bad input raises InvalidRunError before any
+    kernel starts).  Returns the path of ``comparison.html``.
+    """
+    a = load_run(run_a, strict=not allow_invalid)
+    b = load_run(run_b, strict=not allow_invalid)
+    source = Path(notebook) if notebook is not None else find_notebook(COMPARE_NOTEBOOK)
+    parameters = {"run_a": os.path.abspath(run_a), "run_b": os.path.abspath(run_b), "strict": bool(strict),
+                  "seed": int(seed), "allow_invalid": bool(allow_invalid)}
+    return _build(Path(source), Path(out_dir), parameters, written=("comparison.json", "comparison.md"),
+                  stem="comparison", progress=progress,
+                  title=f"{_one_line(b.run_id, 120)} vs {_one_line(a.run_id, 120)} · capbench-nb comparison")

@@ -1,0 +1,513 @@
+"""``capbench-nb import inspect``: inspect_ai evaluation logs as a run.
+
+Reads both log formats inspect_ai writes:
+
+- ``.json``: one JSON document (``eval``, ``plan``, ``results``, ``stats``,
+  ``samples``, ...).  inspect writes non-finite floats as bare ``NaN`` tokens,
+  which are not strict JSON; they are accepted here.
+- ``.eval``: a zip archive with ``header.json`` (``_journal/start.json`` for a
+  log still being written) and one ``samples/<id>_epoch_<n>.json`` member per
+  sample and epoch.  Current inspect_ai compresses the members with Zstandard
+  (zip method 93), which Python's ``zipfile`` reads only from 3.14 on; before
+  that the optional extra ``capbench-nb[inspect]`` installs ``backports.zstd``,
+  the maintained backport of 3.14's ``zipfile``.  Without it, a zstd-compressed
+  log is refused with a one-line error naming the extra.
+
+The mapping (docs/importers.md has the table): sample -> task, epoch ->
+attempt, ``eval.config.epochs`` -> planned repeats, the chosen scorer's value
+-> success (:func:`score_outcome`), an errored epoch -> an ``unknown``,
+ineligible attempt with evidence ``record.json#/error``, ``model_usage`` ->
+token telemetry, ``working_time`` (else ``total_time``) -> ``task_wall_ms``,
+scalar sample metadata -> plan-task labels.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from capbench_nb._version import __version__
+from capbench_nb.errors import InvalidRunError
+from capbench_nb.format import RUN_SCHEMA_VERSION
+from capbench_nb.records.importers._common import (
+    RECORD_FILE,
+    SUCCESS_TOLERANCE,
+    ImportedAttempt,
+    ImportReport,
+    base_record,
+    pointer,
+    read_source_bytes,
+    sha256_hex,
+    unit_score,
+    write_imported_run,
+)
+
+__all__ = ["import_inspect", "read_log", "score_outcome", "eval_reader_available", "EXTRA_HINT"]
+
+EXTRA_HINT = "pip install 'capbench-nb[inspect]'"
+ZIP_ZSTANDARD = 93
+#: Sample keys not copied into record.json: the event transcript (inspect's
+#: full trace of every model and tool call) dwarfs everything else and is not
+#: read by the mapping.  The source log keeps them.
+OMITTED_SAMPLE_KEYS = ("events", "events_data")
+#: Plan tasks keep string labels up to this length (longer metadata values are not slice dimensions).
+MAX_LABEL_CHARS = 200
+_RESERVED_LABELS = ("task_id", "repeats")
+_STATUS = {"success": "completed", "started": "partial", "error": "aborted", "cancelled": "aborted"}
+
+# inspect_ai's value_to_float(): CORRECT "C" = 1, INCORRECT "I" = 0, PARTIAL "P" = 0.5, NOANSWER "N" = 0.
+_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+_WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+
+
+@dataclass
+class InspectLog:
+    """One log as read: its header parts and its samples (source order)."""
+
+    file: str
+    format: str
+    sha256: str
+    header: dict
+    samples: list[dict] = field(repr=False)
+
+
+class _UnsupportedValue(Exception):
+    """A score value that is a dict or a list (one value per metric): no single outcome."""
+
+
+def _bad(file: str, message: str, *, rule: str = "inspect-format", line: int | None = None) -> InvalidRunError:
+    return InvalidRunError(file, rule, message, line=line)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _zstd_zipfile():
+    """A ``zipfile`` module that reads zstd members (method 93), or None.
+
+    Python 3.14's own ``zipfile``; before that ``backports.zstd.zipfile`` when
+    the ``inspect`` extra is installed.
+    """
+    if getattr(zipfile, "ZIP_ZSTANDARD", None) == ZIP_ZSTANDARD:
+        return zipfile
+    try:
+        from backports.zstd import zipfile as backport  # the optional extra capbench-nb[inspect]
+    except ImportError:
+        return None
+    return backport
+
+
+def eval_reader_available() -> bool:
+    """Whether zstd-compressed ``.eval`` logs can be read here."""
+    return _zstd_zipfile() is not None
+
+
+def _parse_json(data: bytes, file: str, what: str) -> Any:
+    """JSON as inspect writes it: UTF-8, bare NaN/Infinity tokens accepted."""
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise _bad(file, f"{what}: not valid UTF-8 at byte {exc.start}", rule="utf-8") from None
+    except json.JSONDecodeError as exc:
+        raise _bad(file, f"{what}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                   rule="json") from None
+    except RecursionError:
+        raise _bad(file, f"{what}: JSON nested too deeply", rule="json") from None
+
+
+def _read_eval(file: str, raw: bytes) -> tuple[dict, list[dict]]:
+    import io
+
+    module = _zstd_zipfile() or zipfile
+    try:
+        archive = module.ZipFile(io.BytesIO(raw))
+    except (module.BadZipFile, zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise _bad(file, f"not a readable .eval log (zip archive): {exc}") from None
+    with archive:
+        infos = archive.infolist()
+        names = {info.filename for info in infos}
+        if module is zipfile and any(info.compress_type == ZIP_ZSTANDARD for info in infos):
+            raise _bad(file, "this .eval log is Zstandard-compressed; reading it needs the optional extra: "
+                       f"{EXTRA_HINT}", rule="inspect-extra-missing")
+
+        def member(name: str) -> Any:
+            try:
+                data = archive.read(name)
+            except Exception as exc:  # zlib/zstd errors, CRC mismatches, NotImplementedError
+                raise _bad(file, f"cannot read member {name}: {type(exc).__name__}: {exc}") from None
+            return _parse_json(data, file, name)
+
+        if "header.json" in names:
+            header = member("header.json")
+        elif "_journal/start.json" in names:  # a log still being written (or cut off): no header yet
+            header = dict(member("_journal/start.json"), status="started")
+        else:
+            raise _bad(file, "no header.json in the archive: not an inspect .eval log")
+        samples = [member(info.filename) for info in infos
+                   if info.filename.startswith("samples/") and info.filename.endswith(".json")]
+    return header, samples
+
+
+def read_log(path: str | os.PathLike) -> InspectLog:
+    """Read one inspect_ai log, ``.json`` or ``.eval`` (the zip magic decides, not the name).
+
+    Raises
+    ------
+    InvalidRunError
+        Unreadable or malformed logs, and a zstd-compressed ``.eval`` without
+        a reader (message naming the ``inspect`` extra).
+    """
+    file = str(path)
+    raw = read_source_bytes(path, "inspect log")
+    if raw.startswith(b"PK\x03\x04"):
+        header, samples = _read_eval(file, raw)
+        form = "eval"
+    else:
+        doc = _parse_json(raw, file, "not an inspect log (one JSON document, or a .eval archive)")
+        if not isinstance(doc, dict):
+            raise _bad(file, "not an inspect log: an inspect log is a JSON object with 'eval' and 'samples'")
+        samples = doc.get("samples")
+        if samples is None:
+            samples = []
+        if not isinstance(samples, list):
+            raise _bad(file, f"'samples' must be a list, not {_short(samples)}")
+        header = {k: v for k, v in doc.items() if k != "samples"}
+        form = "json"
+    if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
+        raise _bad(file, "no 'eval' object: not an inspect_ai log")
+    for i, sample in enumerate(samples):
+        if not isinstance(sample, dict):
+            raise _bad(file, f"sample {i} is not an object")
+    return InspectLog(file=file, format=form, sha256=sha256_hex(raw), header=header, samples=samples)
+
+
+# --------------------------------------------------------------------------- mapping
+
+
+def _value_to_float(value: Any) -> float | None:
+    """inspect_ai's ``value_to_float``, except that what it cannot convert (it warns and uses 0) is None."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        if value in _LETTERS:
+            return _LETTERS[value]
+        low = value.lower()
+        if low in _WORDS:
+            return _WORDS[low]
+        if low.replace(".", "", 1).isdigit():
+            return float(low)
+    return None
+
+
+def score_outcome(value: Any) -> tuple[str, float | None]:
+    """How one score value maps to an outcome: ``("success" | "failure" | "invalid", quality_score)``.
+
+    - ``"C"`` success (quality 1); ``"I"`` and ``"N"`` failure (0); ``"P"``
+      failure (0.5): inspect's letters, converted as its ``value_to_float``;
+    - booleans, numbers and numeric strings (``"yes"``/``"true"``,
+      ``"no"``/``"false"`` too): success when within 1e-6 of 1 (inspect's
+      pass_at counts exactly 1.0 as correct); quality the value when it lies
+      in [0, 1], else null;
+    - a NaN (or infinite) score: ``"invalid"`` (no valid evaluation);
+    - any other value (an unknown string, null): failure with quality null
+      (inspect converts it to 0 with a warning).
+    """
+    number = _value_to_float(value)
+    if number is None:
+        return "failure", None
+    if not math.isfinite(number):
+        return "invalid", None
+    if abs(number - 1.0) <= SUCCESS_TOLERANCE:
+        return "success", unit_score(number)
+    return "failure", unit_score(number)
+
+
+def _scorer_names(log: InspectLog) -> list[str]:
+    scorers = log.header["eval"].get("scorers")
+    names = [s.get("name") for s in scorers or [] if isinstance(s, dict) and isinstance(s.get("name"), str)]
+    if not names:  # older logs: the names used in the samples' scores
+        for sample in log.samples:
+            for name in sample.get("scores") or {}:
+                if name not in names:
+                    names.append(name)
+    return names
+
+
+def _choose_scorer(log: InspectLog, wanted: str | None) -> str:
+    names = _scorer_names(log)
+    if wanted is not None:
+        if wanted not in names:
+            raise _bad(log.file, f"no scorer {wanted!r} in this log; it has {', '.join(map(repr, names)) or 'none'}",
+                       rule="inspect-scorer")
+        return wanted
+    if not names:
+        raise _bad(log.file, "the log names no scorer and no sample has a score", rule="inspect-scorer")
+    return names[0]
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 0 else None
+
+
+def _telemetry(sample: dict) -> tuple[dict, dict]:
+    """Telemetry values and sources from a sample (``record.json`` keys)."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key in ("working_time", "total_time"):
+        seconds = sample.get(key)
+        if type(seconds) in (int, float) and math.isfinite(seconds) and seconds >= 0:
+            values["task_wall_ms"] = round(seconds * 1000.0, 3)
+            sources["task_wall_ms"] = RECORD_FILE + "#" + pointer(key)
+            break
+    usage = sample.get("model_usage")
+    if isinstance(usage, dict) and usage and all(isinstance(u, dict) for u in usage.values()):
+        for field_name, key in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                                ("total_tokens", "total_tokens"), ("cached_input_tokens", "input_tokens_cache_read"),
+                                ("reasoning_tokens", "reasoning_tokens")):
+            counts = [_count(u.get(key)) for u in usage.values()]
+            if all(c is not None for c in counts):
+                values[field_name] = sum(counts)
+                sources[field_name] = RECORD_FILE + "#/model_usage"
+    messages = sample.get("messages")
+    if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
+        values["tool_calls"] = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+        values["tool_errors"] = sum(1 for m in messages if m.get("role") == "tool" and m.get("error"))
+        sources["tool_calls"] = sources["tool_errors"] = RECORD_FILE + "#/messages"
+    return values, sources
+
+
+def _attempt(task_id: str, sample: dict, scorer: str) -> ImportedAttempt:
+    epoch = sample["epoch"]
+    rec = base_record(task_id, epoch)
+    values, sources = _telemetry(sample)
+    rec["telemetry"].update(values)
+    rec["telemetry_source"] = sources
+    scores = sample.get("scores")
+    score = scores.get(scorer) if isinstance(scores, dict) else None
+    if sample.get("error"):
+        # An exception ended the epoch (solver, tool, sandbox, provider or scorer): no fair outcome,
+        # and no telling whose fault it was.  inspect drops it from its reducers too.
+        rec.update(agent_eligible=False, failure_class="unknown", evidence=[RECORD_FILE + "#/error"])
+    elif not isinstance(score, dict) or "value" not in score:
+        where = "#" + pointer("scores") if "scores" in sample else "#"
+        rec.update(agent_eligible=False, failure_class="unknown", evidence=[RECORD_FILE + where])
+    else:
+        value = score["value"]
+        if isinstance(value, (dict, list)):
+            raise _UnsupportedValue(type(value).__name__)
+        outcome, quality = score_outcome(value)
+        if outcome == "invalid":
+            rec.update(agent_eligible=False, failure_class="evaluation", failure_stage="evaluation",
+                       evidence=[RECORD_FILE + "#" + pointer("scores", scorer, "value")])
+        else:
+            success = outcome == "success"
+            rec.update(success=success, failure_class="" if success else "agent", quality_score=quality)
+    source = {k: v for k, v in sample.items() if k not in OMITTED_SAMPLE_KEYS}
+    return ImportedAttempt(rec, source)
+
+
+def _valid_id(sample_id: Any) -> bool:
+    return (type(sample_id) is int and abs(sample_id) <= 2**53 - 1) or (isinstance(sample_id, str) and sample_id != "")
+
+
+def _sample_sort_key(sample_id: Any) -> tuple:
+    return (0, sample_id, "") if isinstance(sample_id, int) else (1, 0, str(sample_id))
+
+
+def _labels(samples: list[dict], reserved: tuple[str, ...]) -> dict:
+    """Scalar metadata shared by every epoch of a sample, as plan-task labels (sorted by key)."""
+    common: dict | None = None
+    for sample in samples:
+        meta = sample.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        scalars = {}
+        for key, value in meta.items():
+            if key in reserved or value is None:
+                continue
+            if isinstance(value, str) and len(value) <= MAX_LABEL_CHARS:
+                scalars[key] = value
+            elif isinstance(value, bool) or (isinstance(value, int) and abs(value) <= 2**53 - 1):
+                scalars[key] = value
+            elif isinstance(value, float) and math.isfinite(value):
+                scalars[key] = value
+        if common is None:
+            common = scalars
+        else:
+            common = {k: v for k, v in common.items()
+                      if k in scalars and scalars[k] == v and type(scalars[k]) is type(v)}
+    return dict(sorted((common or {}).items()))
+
+
+def _created(log: InspectLog) -> tuple:
+    text = log.header["eval"].get("created")
+    try:
+        stamp = datetime.fromisoformat(text).timestamp() if isinstance(text, str) else math.inf
+    except ValueError:
+        stamp = math.inf
+    return (stamp, str(log.header["eval"].get("task")), str(log.header["eval"].get("eval_id")), log.sha256)
+
+
+def _one_or_joined(values: list[str]) -> str:
+    distinct = sorted(set(values))
+    return distinct[0] if len(distinct) == 1 else "+".join(distinct)
+
+
+def import_inspect(
+    paths: list[str | os.PathLike] | str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    scorer: str | None = None,
+    force: bool = False,
+) -> ImportReport:
+    """Import one or more inspect_ai logs (``.json`` or ``.eval``) as a run directory at ``out``.
+
+    Several logs make one run when they evaluate one model: logs of one task
+    are merged (each (sample, epoch) may appear once); with several tasks,
+    task ids become ``<task>/<sample id>`` and the plan gets an
+    ``inspect_task`` label.  The logs are taken in the order of their
+    ``eval.created`` time, so the order of ``paths`` does not matter.
+
+    Parameters
+    ----------
+    scorer : str, optional
+        The scorer whose value decides success; default: the first scorer the
+        log lists (``eval.scorers``).
+    force : bool, default False
+        Replace a previous run directory at ``out``.
+
+    Raises
+    ------
+    InvalidRunError
+        Unreadable logs, a missing ``.eval`` reader, logs of different models,
+        duplicate (sample, epoch), conflicting epochs for one task, score
+        values that are dicts or lists, or an output that must not be replaced.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not paths:
+        raise InvalidRunError("import inspect", "usage", "no log given")
+    logs = sorted((read_log(p) for p in paths), key=_created)
+    seen_files: dict[str, str] = {}
+    for log in logs:
+        if log.sha256 in seen_files:
+            raise _bad(log.file, f"the same log is given twice (also {seen_files[log.sha256]})", rule="duplicate-log")
+        seen_files[log.sha256] = log.file
+    models = sorted({str(log.header["eval"].get("model")) for log in logs})
+    if len(models) > 1:
+        raise _bad(logs[-1].file, f"the logs evaluate different models ({', '.join(models)}); import each model "
+                   "into its own run and compare the runs", rule="inspect-models")
+    tasks = sorted({str(log.header["eval"].get("task")) for log in logs})
+    multi = len(tasks) > 1
+
+    plan: dict[str, dict] = {}  # task_id -> {"repeats", "samples": [...], "file"}
+    attempts: list[ImportedAttempt] = []
+    where: dict[tuple[str, int], str] = {}
+    scorers: list[str] = []
+    for log in logs:
+        ev = log.header["eval"]
+        epochs = (ev.get("config") or {}).get("epochs", 1)
+        if epochs is None:
+            epochs = 1
+        if type(epochs) is not int or epochs < 1:
+            raise _bad(log.file, f"eval.config.epochs must be an integer >= 1, found {_short(epochs)}")
+        chosen = _choose_scorer(log, scorer)
+        scorers.append(chosen)
+        prefix = f"{ev.get('task')}/" if multi else ""
+        dataset_ids = (ev.get("dataset") or {}).get("sample_ids")
+        order = list(dataset_ids) if isinstance(dataset_ids, list) else []
+        for i, sid in [(None, sid) for sid in order] + [(i, s.get("id")) for i, s in enumerate(log.samples)]:
+            if not _valid_id(sid):
+                what = "eval.dataset.sample_ids" if i is None else f"sample {i}"
+                raise _bad(log.file, f"{what}: sample id {_short(sid)} is not an integer or non-empty string")
+        listed = set(order)
+        extra = sorted({s["id"] for s in log.samples if s["id"] not in listed}, key=_sample_sort_key)
+        for sid in order + extra:
+            task_id = prefix + str(sid)
+            entry = plan.get(task_id)
+            if entry is None:
+                plan[task_id] = {"repeats": epochs, "samples": [], "task": ev.get("task"), "file": log.file, "id": sid}
+            elif entry["repeats"] != epochs:
+                raise _bad(log.file, f"task {task_id!r} is planned with {epochs} epoch(s) here and "
+                           f"{entry['repeats']} in {entry['file']}", rule="inspect-epochs")
+            elif entry["id"] != sid:
+                raise _bad(log.file, f"sample ids {_short(entry['id'])} and {_short(sid)} both read as task {task_id!r}")
+        for i, sample in enumerate(log.samples):
+            sid, epoch = sample.get("id"), sample.get("epoch")
+            if type(epoch) is not int or epoch < 1:
+                raise _bad(log.file, f"sample {i} ({_short(sid)}): epoch must be an integer >= 1, found {_short(epoch)}")
+            task_id = prefix + str(sid)
+            key = (task_id, epoch)
+            if key in where:
+                raise _bad(log.file, f"sample {_short(sid)} epoch {epoch} is also in {where[key]}", rule="duplicate-attempt")
+            where[key] = log.file
+            try:
+                attempts.append(_attempt(task_id, sample, chosen))
+            except _UnsupportedValue as exc:
+                raise _bad(log.file, f"sample {_short(sid)} epoch {epoch}: score {chosen!r} has a {exc} value; "
+                           "only single values (C/I/P/N, numbers, booleans, strings) are supported",
+                           rule="inspect-score-value") from None
+            plan[task_id]["samples"].append(sample)
+
+    if not plan:
+        raise _bad(logs[0].file, "the log has no samples and no dataset sample ids")
+    reserved = _RESERVED_LABELS + (("inspect_task",) if multi else ())
+    plan_tasks = []
+    for task_id, entry in plan.items():
+        task = {"task_id": task_id, "repeats": entry["repeats"]}
+        if multi:
+            task["inspect_task"] = str(entry["task"])
+        task.update(_labels(sorted(entry["samples"], key=lambda s: s["epoch"]), reserved))
+        plan_tasks.append(task)
+
+    evs = [log.header["eval"] for log in logs]
+    statuses = [_STATUS.get(log.header.get("status"), "partial") for log in logs]
+    status = "aborted" if "aborted" in statuses else "partial" if "partial" in statuses else "completed"
+    run_ids = sorted({str(ev.get("run_id")) for ev in evs})
+    if len(run_ids) == 1 and evs[0].get("run_id"):
+        run_id = f"inspect-{run_ids[0]}"
+    else:
+        run_id = "inspect-" + sha256_hex("\n".join(sorted(log.sha256 for log in logs)).encode())[:16]
+    versions = [str((ev.get("packages") or {}).get("inspect_ai")) for ev in evs if (ev.get("packages") or {}).get("inspect_ai")]
+    manifest: dict[str, Any] = {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "run_id": run_id,
+        "suite": {"name": _one_or_joined([str(ev.get("task")) for ev in evs]),
+                  "version": _one_or_joined([str(ev.get("task_version", "")) for ev in evs])},
+    }
+    created = evs[0].get("created")
+    if isinstance(created, str):
+        manifest["created_at"] = created
+    manifest.update({
+        "status": status,
+        "runner": {"name": "inspect_ai", **({"version": _one_or_joined(versions)} if versions else {})},
+        "config": {"model": models[0], "scorer": _one_or_joined(scorers)},
+        "plan": {"repeats_override": None, "k": min(t["repeats"] for t in plan_tasks), "tasks": plan_tasks},
+        "import": {
+            "from": "inspect_ai",
+            "toolkit": "capbench-nb",
+            "toolkit_version": __version__,
+            "sources": [{"file": Path(log.file).name, "sha256": log.sha256, "format": log.format,
+                         "eval_id": log.header["eval"].get("eval_id"), "task": log.header["eval"].get("task"),
+                         "status": log.header.get("status"), "samples": len(log.samples)} for log in logs],
+            "record_file": RECORD_FILE,
+            "record_omits": list(OMITTED_SAMPLE_KEYS),
+        },
+    })
+    return write_imported_run(out, manifest, attempts, force=force)

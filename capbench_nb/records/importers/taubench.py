@@ -1,0 +1,226 @@
+"""``capbench-nb import tau-bench``: tau-bench result files as a run.
+
+Input: what tau-bench's ``run.py`` writes, a JSON list of trials
+``{"task_id", "trial", "reward", "info", "traj"}`` (``EnvRunResult``), or the
+reduced JSON-lines form with one ``{"task_id", "trial", "reward"}`` per line.
+
+Mapping (docs/importers.md has the table):
+
+- task ``task_id`` -> ``str(task_id)``; the plan lists the distinct tasks
+  (integers in numeric order, then strings);
+- ``trial`` (0-based) -> ``attempt = trial + 1``; planned repeats for every
+  task = the number of distinct trial ids (``num_trials``, as tau-bench's own
+  ``display_metrics`` counts it);
+- success = reward within 1e-6 of 1 (tau-bench's ``is_successful``);
+  ``quality_score`` = reward (clipped to [0, 1] when within 1e-6 of it);
+- a trial whose ``info`` records an exception (tau-bench's ``run.py`` writes
+  ``info = {"error": str(e), "traceback": ...}`` with reward 0 when the agent
+  loop raised) -> ``unknown``, not agent-eligible, evidence
+  ``record.json#/info/error``.  tau-bench itself counts such a trial as a
+  failure; here it leaves the task's denominators, like any crash (spec
+  section 4, rule 3), and coverage shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from capbench_nb._version import __version__
+from capbench_nb.errors import InvalidRunError
+from capbench_nb.format import RUN_SCHEMA_VERSION
+from capbench_nb.records.importers._common import (
+    RECORD_FILE,
+    SUCCESS_TOLERANCE,
+    ImportedAttempt,
+    ImportReport,
+    base_record,
+    pointer,
+    read_source_bytes,
+    sha256_hex,
+    unit_score,
+    write_imported_run,
+)
+
+__all__ = ["import_taubench", "read_trials"]
+
+_KIND = "tau-bench results file"
+
+
+def _bad(file: str, message: str, *, line: int | None = None, rule: str = "tau-bench-format") -> InvalidRunError:
+    return InvalidRunError(file, rule, message, line=line)
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def read_trials(path: str | os.PathLike) -> tuple[list[tuple[int | None, dict]], str, bytes]:
+    """Parse a tau-bench results file.
+
+    Returns
+    -------
+    trials : list of (line, trial)
+        Each trial object with the physical line it starts on (JSON lines)
+        or None (JSON list, where its index names it).
+    form : str
+        ``"json"`` (a list of trials) or ``"jsonl"``.
+    raw : bytes
+        The file's bytes (its sha256 identifies the run).
+    """
+    file = str(path)
+    raw = read_source_bytes(path, _KIND)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _bad(file, f"not valid UTF-8 at byte {exc.start}", rule="utf-8") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if text.lstrip().startswith("["):
+            raise _bad(file, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno, rule="json") from None
+        doc = None  # JSON lines, read one by one below
+    except RecursionError:
+        raise _bad(file, "JSON nested too deeply", rule="json") from None
+    if isinstance(doc, list):
+        return [(None, t) for t in doc], "json", raw
+    if doc is not None and not (isinstance(doc, dict) and "task_id" in doc):
+        shown = f"an object with keys {_describe(sorted(doc)[:6])}" if isinstance(doc, dict) else _describe(doc)
+        raise _bad(file, f"expected a JSON list of trials or one trial object per line, found {shown}")
+    trials = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            trials.append((lineno, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise _bad(file, f"not valid JSON: {exc.msg} (column {exc.colno}); expected a JSON list of trials "
+                       "or one trial object per line", line=lineno, rule="json") from None
+        except RecursionError:
+            raise _bad(file, "JSON nested too deeply", line=lineno, rule="json") from None
+    return trials, "jsonl", raw
+
+
+def _error_key(info: Any) -> str | None:
+    """The ``info`` key recording an exception (``error``, else ``traceback``), or None."""
+    if not isinstance(info, dict):
+        return None
+    for key in ("error", "traceback"):
+        value = info.get(key)
+        if value not in (None, "", False, [], {}):
+            return key
+    return None
+
+
+def _task_order(task_id: int | str) -> tuple:
+    return (0, task_id, "") if isinstance(task_id, int) else (1, 0, task_id.encode("utf-8", "surrogatepass"))
+
+
+def import_taubench(
+    path: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    force: bool = False,
+    suite: str | None = None,
+    model: str | None = None,
+    run_id: str | None = None,
+) -> ImportReport:
+    """Import a tau-bench results file as a run directory at ``out``.
+
+    Parameters
+    ----------
+    path : path-like
+        A JSON list of trials (tau-bench's output) or its reduced JSON-lines form.
+    out : path-like
+        The run directory to write (must be absent or empty; with ``force``, a
+        previous run directory there is replaced).
+    suite, model, run_id : str, optional
+        What the file does not record: the suite name (default ``tau-bench``),
+        ``config.model`` (default absent) and the run id (default
+        ``tau-bench-`` + the first 16 hex digits of the file's sha256).
+
+    Raises
+    ------
+    InvalidRunError
+        Unreadable input, a trial without an integer ``trial`` >= 0, a
+        ``task_id`` that is not an integer or non-empty string, a reward that
+        is not a finite number, a duplicate (task, trial), or an output that
+        must not be replaced.
+    """
+    file = str(path)
+    trials, form, raw = read_trials(path)
+    if not trials:
+        raise _bad(file, "the file holds no trials")
+
+    seen: dict[tuple[str, int], str] = {}
+    ids: dict[str, int | str] = {}
+    parsed = []
+    for index, (line, trial) in enumerate(trials):
+        where = f"trial {index}" if line is None else "this line"
+        if not isinstance(trial, dict):
+            raise _bad(file, f"{where}: a trial must be an object, found {_describe(trial)}", line=line)
+        for key in ("task_id", "trial", "reward"):
+            if key not in trial:
+                raise _bad(file, f"{where}: the trial has no {key!r}", line=line)
+        tid, number, reward = trial["task_id"], trial["trial"], trial["reward"]
+        if not (type(tid) is int or (isinstance(tid, str) and tid)):
+            raise _bad(file, f"{where}: task_id must be an integer or a non-empty string, found {_describe(tid)}", line=line)
+        if type(number) is not int or number < 0:
+            raise _bad(file, f"{where}: trial must be an integer >= 0, found {_describe(number)}", line=line)
+        if type(reward) not in (int, float) or not math.isfinite(reward):
+            raise _bad(file, f"{where}: reward must be a finite number, found {_describe(reward)}", line=line)
+        task_id = str(tid)
+        if task_id in ids and ids[task_id] != tid:
+            raise _bad(file, f"{where}: task_id {_describe(tid)} and {_describe(ids[task_id])} both read as task {task_id!r}",
+                       line=line)
+        ids[task_id] = tid
+        label = where if line is None else f"line {line}"
+        if (task_id, number) in seen:
+            raise _bad(file, f"{where}: task {task_id!r} trial {number} is also recorded at {seen[(task_id, number)]}",
+                       line=line, rule="duplicate-attempt")
+        seen[(task_id, number)] = label
+        parsed.append((task_id, number, float(reward), trial))
+
+    trial_ids = sorted({number for _, number, _, _ in parsed})
+    repeats = len(trial_ids)
+    order = sorted(ids.values(), key=_task_order)
+    attempts = []
+    for task_id, number, reward, trial in parsed:
+        rec = base_record(task_id, number + 1)
+        key = _error_key(trial.get("info"))
+        if key is not None:
+            rec.update(success=False, agent_eligible=False, failure_class="unknown",
+                       evidence=[RECORD_FILE + "#" + pointer("info", key)])
+        else:
+            success = abs(reward - 1.0) <= SUCCESS_TOLERANCE
+            rec.update(success=success, agent_eligible=True, failure_class="" if success else "agent",
+                       quality_score=unit_score(reward))
+        attempts.append(ImportedAttempt(rec, trial))
+
+    complete = len(parsed) == len(order) * repeats and trial_ids == list(range(repeats))
+    digest = sha256_hex(raw)
+    manifest = {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "run_id": run_id or f"tau-bench-{digest[:16]}",
+        "suite": {"name": suite or "tau-bench"},
+        "status": "completed" if complete else "partial",
+        "runner": {"name": "tau-bench"},
+        "config": {"model": model} if model else {},
+        "plan": {
+            "repeats_override": None,
+            "k": repeats,
+            "tasks": [{"task_id": str(t), "repeats": repeats} for t in order],
+        },
+        "import": {
+            "from": "tau-bench",
+            "toolkit": "capbench-nb",
+            "toolkit_version": __version__,
+            "sources": [{"file": Path(file).name, "sha256": digest, "format": form, "trials": len(parsed)}],
+            "record_file": RECORD_FILE,
+        },
+    }
+    return write_imported_run(out, manifest, attempts, force=force)

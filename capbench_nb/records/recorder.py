@@ -1,0 +1,402 @@
+"""A crash-safe results.jsonl writer for Python runners (spec sections 1-4 and 8).
+
+:class:`RunRecorder` owns one run directory while a runner executes it::
+
+    with RunRecorder("runs/r1", manifest) as rec:
+        for task_id, attempt in planned_attempts:
+            if rec.has(task_id, attempt):          # done before a crash: skip
+                continue
+            directory = run_attempt(task_id, attempt)   # writes attempt.json, ...
+            rec.record_attempt(directory)
+        rec.close(status="completed")
+
+Every record is checked with the loader's own rules before it is written, so
+the file is always one that :func:`~capbench_nb.loading.load_run` accepts.
+Each line is appended with a single ``write`` and made durable with
+``os.fsync`` before :meth:`RunRecorder.record` returns; a crash can therefore
+leave at most a truncated final line, which the next recorder opened on the
+run moves to a side file (``results.jsonl.truncated``, ``.truncated1``, ...)
+before resuming.  Any other invalid content is real corruption and raises.
+
+Single writer: one recorder per run at a time (one process, one thread).  On
+POSIX systems an advisory lock on results.jsonl makes a second recorder fail
+with rule ``run-locked``; elsewhere the assumption is not checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from capbench_nb.records.derivation import PriceTable, ToolConfig, derive_record, load_tool_config
+from capbench_nb.errors import InvalidRunError
+from capbench_nb.io.atomic import write_atomic
+from capbench_nb.records.ingest import record_line
+from capbench_nb.records.loading import MANIFEST, RESULTS, load_manifest, read_results, validate_manifest, validate_record
+
+try:  # POSIX advisory locking; absent on Windows
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
+
+__all__ = ["RunRecorder"]
+
+TRUNCATED_SUFFIX = ".truncated"
+
+
+def _json_text(value: Any, **options) -> str:
+    """``json.dumps`` that refuses NaN/Infinity; TypeError/ValueError for anything not JSON."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, **options)
+
+
+def _digest(obj: dict) -> bytes:
+    """A key-order independent fingerprint of a parsed record (to tell identical re-records)."""
+    text = _json_text(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a created or renamed directory entry durable (best effort: not every OS can)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _plan_key(manifest: dict) -> str:
+    """The plan as comparable text; a null ``k`` or ``repeats_override`` reads as absent."""
+    plan = {key: value for key, value in manifest["plan"].items() if value is not None}
+    return _json_text(plan, sort_keys=True)
+
+
+def _last_line_start(path: Path, size: int) -> int:
+    """Byte offset where the file's last line starts (just after the last newline, else 0)."""
+    with open(path, "rb") as fh:
+        pos = size
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            pos -= step
+            fh.seek(pos)
+            i = fh.read(step).rfind(b"\n")
+            if i >= 0:
+                return pos + i + 1
+    return 0
+
+
+def _free_name(path: Path) -> Path:
+    candidate, n = path, 0
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}{n}")
+    return candidate
+
+
+class RunRecorder:
+    """Append attempt records to a run's results.jsonl, durably and resumably.
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run directory; created if missing.
+    manifest : dict
+        The run's manifest (spec section 2).  It is validated and written to
+        ``manifest.json`` on entry.  If the directory already has a manifest,
+        it must describe the same run (same ``run_id`` and ``plan``): the
+        recorder then resumes that run, and the given manifest replaces the
+        stored one (status, runner, config may change).
+    tools : ToolConfig, optional
+        Device-action and read-only tool names for :meth:`record_attempt`;
+        the package defaults otherwise.
+    prices : PriceTable, optional
+        Versioned price table for :meth:`record_attempt`; without it cost is null.
+
+    Notes
+    -----
+    Use as a context manager (or call :meth:`open` and :meth:`close`).
+    Leaving the ``with`` block, normally or by an exception, closes the file
+    and leaves the manifest exactly as given: the status changes only when
+    the caller asks, with ``close(status="completed")``.  A runner would
+    typically start with ``status: "partial"`` so that an interrupted run
+    says so.
+
+    Memory use is one fingerprint per recorded attempt; records are not kept.
+
+    Re-recording an attempt already in the file (same ``task_id`` and
+    ``attempt``) writes nothing: :meth:`record` returns False when the record
+    is identical (key order aside), and raises ``InvalidRunError`` with rule
+    ``duplicate-attempt`` when it differs, since the file may hold only one
+    outcome per attempt.  Use :meth:`has` to skip attempts already done.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike,
+        manifest: dict,
+        *,
+        tools: ToolConfig | None = None,
+        prices: PriceTable | None = None,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.manifest_path = self.run_dir / MANIFEST
+        self.results_path = self.run_dir / RESULTS
+        self.tools = tools
+        self.prices = prices
+        self._given = manifest
+        self._manifest: dict | None = None
+        self._fh = None
+        self._size = 0
+        self._recorded: dict[tuple[str, int], bytes] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> RunRecorder:
+        return self.open()
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def open(self) -> RunRecorder:
+        """Check and write the manifest, lock and repair results.jsonl, read the recorded ids.
+
+        Returns
+        -------
+        RunRecorder
+            ``self``.
+
+        Raises
+        ------
+        InvalidRunError
+            An invalid manifest (given or stored), a stored manifest of another
+            run (rule ``manifest-mismatch``), a run already open in another
+            recorder (``run-locked``), or invalid content in an existing
+            results.jsonl other than a truncated final line.
+        """
+        if self._fh is not None:
+            raise RuntimeError("the recorder is already open")
+        manifest = self._checked_manifest(self._given)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.manifest_path.exists():
+            stored = load_manifest(self.manifest_path)
+            for what, same in (("run_id", stored["run_id"] == manifest["run_id"]),
+                               ("plan", _plan_key(stored) == _plan_key(manifest))):
+                if not same:
+                    raise InvalidRunError(str(self.manifest_path), "manifest-mismatch",
+                                          f"the directory holds another run: its manifest has a different {what}; "
+                                          "a run can only be resumed with the same run_id and plan")
+        try:
+            fh = open(self.results_path, "ab", buffering=0)
+        except OSError as exc:
+            raise InvalidRunError(str(self.results_path), "results-unreadable",
+                                  f"cannot open results.jsonl for appending: {exc.strerror}") from None
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise InvalidRunError(str(self.results_path), "run-locked",
+                                          "another recorder is writing this run (single writer only)") from None
+            self._size = self._repair(fh)
+            read_results(self.results_path, run_dir=self.run_dir, strict=True)
+            self._recorded = self._scan()
+            self._write_manifest(manifest)  # last, so that a refused resume changes nothing
+        except BaseException:
+            fh.close()
+            raise
+        self._fh, self._manifest = fh, manifest
+        if self.tools is None:
+            self.tools = load_tool_config()
+        return self
+
+    def close(self, status: str | None = None) -> None:
+        """Close results.jsonl (releasing the lock); optionally set the manifest's status first.
+
+        Parameters
+        ----------
+        status : {"completed", "partial", "aborted"}, optional
+            Rewrite ``manifest.json`` (atomically) with this status.  Without
+            it the manifest is left as written on entry.
+        """
+        if status is not None:
+            if self._fh is None:
+                raise RuntimeError("the recorder is not open")
+            manifest = self._checked_manifest({**self._manifest, "status": status})
+            self._write_manifest(manifest)
+            self._manifest = manifest
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    # ------------------------------------------------------------------ recording
+
+    @property
+    def recorded(self):
+        """The ``(task_id, attempt)`` pairs in results.jsonl (a read-only, live view)."""
+        return self._recorded.keys()
+
+    def has(self, task_id: str, attempt: int) -> bool:
+        """Whether results.jsonl already holds a record of this attempt."""
+        return (task_id, attempt) in self._recorded
+
+    def record(self, record: dict) -> bool:
+        """Validate one attempt record and append it to results.jsonl, durably.
+
+        Parameters
+        ----------
+        record : dict
+            A record of spec section 3; extra fields are kept.  Evidence must
+            resolve inside its ``artifact_dir`` now, so write artifacts first.
+
+        Returns
+        -------
+        bool
+            True when the line was written (and fsynced); False when an
+            identical record of this attempt is already in the file.
+
+        Raises
+        ------
+        InvalidRunError
+            The record breaks a rule of the run format (the loader's rule id),
+            or the attempt is recorded with different content
+            (``duplicate-attempt``).  Nothing is written.
+        """
+        if self._fh is None:
+            raise RuntimeError("the recorder is not open")
+        file = str(self.results_path)
+        try:
+            line = record_line(record).encode("utf-8")
+            obj = json.loads(line)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidRunError(file, "record-json", f"the record is not writable as JSON: {exc}") from None
+        try:  # exactly the loader's check, evidence resolved against the artifacts as they are now
+            validate_record(obj, run_dir=self.run_dir, file=file)
+        except InvalidRunError as exc:
+            ids = f" ({obj['task_id']!r}, {obj['attempt']!r})" if isinstance(obj, dict) and "attempt" in obj else ""
+            raise InvalidRunError(file, exc.rule, f"record{ids} not written: {exc.message}") from None
+        key, digest = (obj["task_id"], obj["attempt"]), _digest(obj)
+        known = self._recorded.get(key)
+        if known is not None:
+            if known == digest:
+                return False
+            raise InvalidRunError(file, "duplicate-attempt",
+                                  f"({key[0]!r}, {key[1]}) is already recorded with a different outcome; "
+                                  "a run holds one record per attempt")
+        self._append(line)
+        self._recorded[key] = digest
+        return True
+
+    def record_attempt(self, attempt_dir: str | os.PathLike) -> bool:
+        """Derive the record of an attempt directory (spec section 4) and :meth:`record` it.
+
+        Parameters
+        ----------
+        attempt_dir : path-like
+            The attempt's artifact directory inside the run; a relative path is
+            taken relative to the run directory (e.g. ``attempts/t1/1``).
+
+        Returns
+        -------
+        bool
+            As :meth:`record`.
+        """
+        if self._fh is None:
+            raise RuntimeError("the recorder is not open")
+        config = self._manifest.get("config") or {}
+        judge, model = config.get("judge"), config.get("model")
+        record = derive_record(
+            self.run_dir / attempt_dir,
+            run_dir=self.run_dir,
+            judge_default=judge if isinstance(judge, bool) else None,
+            model=model if isinstance(model, str) else None,
+            tools=self.tools,
+            prices=self.prices,
+        )
+        return self.record(record)
+
+    # ------------------------------------------------------------------ internals
+
+    def _checked_manifest(self, manifest: dict) -> dict:
+        """The manifest as it will read back from disk, validated."""
+        try:
+            text = _json_text(manifest)
+            text.encode("utf-8")
+            parsed = json.loads(text)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidRunError(str(self.manifest_path), "manifest-json", f"the manifest is not writable as JSON: {exc}") from None
+        validate_manifest(parsed, file=str(self.manifest_path))
+        return parsed
+
+    def _write_manifest(self, manifest: dict) -> None:
+        write_atomic(self.manifest_path, _json_text(manifest, indent=2) + "\n")
+        _fsync_dir(self.run_dir)
+
+    def _append(self, line: bytes) -> None:
+        """One line, one write, then fsync; on failure cut the file back to its last complete line."""
+        fh = self._fh
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[fh.write(view):]
+            os.fsync(fh.fileno())
+        except BaseException:
+            try:
+                os.ftruncate(fh.fileno(), self._size)
+            except OSError:  # a partial line left behind is repaired by the next open
+                pass
+            self.close()  # the file's state is uncertain after a failed write: reopen to go on
+            raise
+        self._size += len(line)
+
+    def _repair(self, fh) -> int:
+        """Make results.jsonl end with a newline; return its size.
+
+        A last line without a newline is ended when the loader accepts it, and
+        moved to a side file when the loader reports it as ``truncated-line``
+        (a crash mid-write).  Any other error is raised: that is not a crash.
+        """
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            return 0
+        with open(self.results_path, "rb") as reader:
+            reader.seek(size - 1)
+            if reader.read(1) == b"\n":
+                return size
+        try:
+            read_results(self.results_path, run_dir=self.run_dir, strict=True)
+        except InvalidRunError as exc:
+            if exc.rule != "truncated-line":
+                raise
+            start = _last_line_start(self.results_path, size)
+            with open(self.results_path, "rb") as reader:
+                reader.seek(start)
+                fragment = reader.read()
+            side = _free_name(self.results_path.with_name(RESULTS + TRUNCATED_SUFFIX))
+            with open(side, "xb") as out:  # saved durably before the cut: nothing is lost
+                out.write(fragment)
+                out.flush()
+                os.fsync(out.fileno())
+            _fsync_dir(self.run_dir)
+            os.ftruncate(fh.fileno(), start)
+            os.fsync(fh.fileno())
+            return start
+        fh.write(b"\n")  # a complete last record that only lacks its newline
+        os.fsync(fh.fileno())
+        return size + 1
+
+    def _scan(self) -> dict[tuple[str, int], bytes]:
+        """Fingerprints of the records of the (validated) results.jsonl, by (task_id, attempt)."""
+        recorded = {}
+        with open(self.results_path, "rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    obj = json.loads(raw)
+                    recorded[(obj["task_id"], obj["attempt"])] = _digest(obj)
+        return recorded

@@ -1,0 +1,591 @@
+"""The columnar fast path of ``read_results`` against the exact streaming path (the reference).
+
+``read_results`` first tries ``_read_results_fast`` (pyarrow's JSON reader with the schema of a
+section-3 record, rules checked on whole columns); it only ever *accepts* a file, and whenever it
+declines, ``_read_results_exact`` (the per-line validating reader) decides.  So, for every file:
+
+- a file the fast path accepts gives exactly the records DataFrame of the exact path (columns,
+  dtypes, categories, values, order) and the same sha256;
+- a file it declines, in particular every invalid file, gives the exact path's error (strict) or
+  records and anomalies (``strict=False``), because the exact path is what reads it.
+
+Cases: every kind of invalid input of ``test_validation.py``, hand-picked places where pyarrow is
+more lenient than the exact reader (NaN tokens, a BOM, several objects on one line, blank lines,
+null containers, invalid UTF-8, ``-0``), chunk boundaries, and hypothesis-generated valid files and
+mutations of them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import capbench_nb
+import test_loading as tv
+from capbench_nb import InvalidRunError
+from capbench_nb.records import loading
+from capbench_nb.metrics.document import compute_metrics
+from capbench_nb.io.atomic import dumps
+from capbench_nb.format import TELEMETRY_FIELDS
+
+RUN_TELEMETRY = dict(tv._TELEMETRY)
+
+# --------------------------------------------------------------------------- comparison helpers
+
+
+def outcome(reader, path: Path, strict: bool):
+    try:
+        records, invalid, digest = reader(path / "results.jsonl", run_dir=path, strict=strict)
+    except InvalidRunError as exc:
+        return ("error", exc.file, exc.rule, exc.line, exc.message)
+    return ("ok", records, invalid, digest)
+
+
+def assert_frames_identical(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert list(a.columns) == list(b.columns)
+    for name in a.columns:
+        x, y = a[name], b[name]
+        assert x.dtype == y.dtype, name
+        if isinstance(x.dtype, pd.CategoricalDtype):
+            assert x.cat.categories.dtype == y.cat.categories.dtype, name
+            assert list(x.cat.categories) == list(y.cat.categories), name
+            assert x.cat.codes.dtype == y.cat.codes.dtype, name
+            assert np.array_equal(x.cat.codes.to_numpy(), y.cat.codes.to_numpy()), name
+        elif isinstance(x.dtype, pd.StringDtype):
+            assert x.array._pa_array.type == y.array._pa_array.type, name
+        elif x.dtype.kind == "f" or str(x.dtype) == "Float64":
+            # bit for bit, signed zeros included
+            xv = x.to_numpy(dtype="float64", na_value=np.nan)
+            yv = y.to_numpy(dtype="float64", na_value=np.nan)
+            assert np.array_equal(xv.view("int64")[~np.isnan(xv)], yv.view("int64")[~np.isnan(yv)]), name
+
+
+def assert_same_as_exact(path: Path, *, accepted: bool | None = None) -> None:
+    """``read_results`` gives what the exact path gives, strict and not; optionally check the fast path's verdict."""
+    fast = loading._read_results_fast(path / "results.jsonl", run_dir=path)
+    if accepted is not None:
+        assert (fast is not None) == accepted, "fast path accepted" if fast is not None else "fast path declined"
+    for strict in (True, False):
+        got = outcome(loading.read_results, path, strict)
+        want = outcome(loading._read_results_exact, path, strict)
+        if strict and want[0] == "error":
+            assert fast is None, "the fast path accepted an invalid file"
+        assert got[0] == want[0], (got[:1], want)
+        if got[0] == "error":
+            assert got == want
+        else:
+            assert_frames_identical(got[1], want[1])
+            assert got[2] == want[2]
+            assert got[3] == want[3]
+    if fast is not None:
+        exact = loading._read_results_exact(path / "results.jsonl", run_dir=path, strict=True)
+        assert_frames_identical(fast[0], exact[0])
+        assert fast[1] == exact[2]
+
+
+def write(tmp_path: Path, lines, name: str = "run") -> Path:
+    return tv.write_run(tmp_path, lines, name=name)
+
+
+# --------------------------------------------------------------------------- invalid input: every kind
+
+
+def _bad_lines() -> list:
+    rec, failed, without, with_telemetry = tv.record, tv.failed, tv.without, tv.with_telemetry
+    cases = [
+        ("json", '{"task_id": "t2", "attempt": 1,,}'),
+        ("trailing-garbage", json.dumps(rec("t2", 1)) + " {}"),
+        ("two-objects", json.dumps(rec("t2", 1)) + json.dumps(rec("t2", 2))),
+        ("two-objects-space", json.dumps(rec("t2", 1)) + " " + json.dumps(rec("t2", 2))),
+        ("broken-middle", json.dumps(rec("t2", 1))[:40]),
+        ("extra-brace", json.dumps(rec("t2", 1)) + "}"),
+        ("invalid-utf8", json.dumps(rec("t2", 1)).encode().replace(b'"t2"', b'"t\xff2"') + b"\n"),
+        ("surrogate-utf8", json.dumps(rec("t2", 1)).encode().replace(b'"t2"', b'"t\xed\xa0\x802"') + b"\n"),
+        ("overlong-utf8", json.dumps(rec("t2", 1)).encode().replace(b'"t2"', b'"t\xc0\xaf2"') + b"\n"),
+        ("invalid-utf8-source", json.dumps(rec("t2", 1)).encode().replace(b'"attempt.json#/setup_ms"', b'"\xff"') + b"\n"),
+        ("invalid-utf8-evidence", json.dumps(failed("t2", 1, artifact_dir=tv.ARTIFACT_DIR, evidence=["attempt.json#/x"]))
+         .encode().replace(b"#/x", b"#/\xfe") + b"\n"),
+        ("invalid-utf8-cost-source", json.dumps(rec("t2", 1, cost_source="p@1")).encode().replace(b'"p@1"', b'"p\xc3"') + b"\n"),
+        ("invalid-utf8-artifact-dir", json.dumps(rec("t2", 1, artifact_dir="ab")).encode().replace(b'"ab"', b'"a\x80b"') + b"\n"),
+        ("escaped-duplicate-key", json.dumps(rec("t2", 1))[:-1] + ', "task\\u005fid": "t1"}'),
+        ("array", "[1, 2]"), ("string", '"a record"'), ("number", "42"), ("null", "null"), ("true", "true"),
+        ("empty-object", "{}"),
+        ("duplicate-key", json.dumps(rec("t2", 1))[:-1] + ', "task_id": "t1"}'),
+        ("duplicate-telemetry-key", json.dumps(rec("t2", 1)).replace('"tool_calls": 4', '"tool_calls": 4, "tool_calls": 5')),
+        ("telemetry-null", rec("t2", 1, telemetry=None)),
+        ("evidence-null", rec("t2", 1, evidence=None)),
+        ("telemetry-source-null", rec("t2", 1, telemetry_source=None)),
+        ("evidence-null-item", rec("t2", 1, evidence=[None])),
+        ("telemetry-extra", with_telemetry(gpu_ms=5)),
+        ("telemetry-source-extra", rec("t2", 1, telemetry_source={"gpu_ms": "x"})),
+        ("extra-field", rec("t2", 1, note="x")),
+        ("extra-nan", json.dumps(rec("t2", 1, note=float("nan")))),
+        ("minus-zero-int-quality", json.dumps(rec("t2", 1)).replace('"quality_score": 0.9', '"quality_score": -0')),
+        ("minus-zero-float-quality", json.dumps(rec("t2", 1)).replace('"quality_score": 0.9', '"quality_score": -0.0')),
+        ("minus-zero-ms", json.dumps(rec("t2", 1)).replace('"setup_ms": 2310.5', '"setup_ms": -0')),
+        ("minus-zero-count", json.dumps(rec("t2", 1)).replace('"tool_calls": 4', '"tool_calls": -0')),
+        ("big-exponent", json.dumps(rec("t2", 1)).replace('"setup_ms": 2310.5', '"setup_ms": 1e400')),
+        ("int-as-1e0", json.dumps(rec("t2", 1)).replace('"tool_calls": 4', '"tool_calls": 4e0')),
+        ("leading-space", " " + json.dumps(rec("t2", 1))),
+        ("trailing-space", json.dumps(rec("t2", 1)) + " "),
+        ("cr-separated", json.dumps(rec("t2", 1)) + "\r" + json.dumps(rec("t2", 2))),
+    ]
+    for value in (float("nan"), float("inf"), float("-inf")):
+        cases.append((f"nan-quality-{value}", json.dumps(rec("t2", 1, quality_score=value))))
+        cases.append((f"nan-telemetry-{value}", json.dumps(with_telemetry(task_wall_ms=value))))
+        cases.append((f"nan-cost-{value}", json.dumps(rec("t2", 1, cost=value, cost_source="p@1"))))
+    for field in ("task_id", "attempt", "success", "agent_eligible", "failure_class"):
+        cases.append((f"missing-{field}", without(rec("t2", 1), field)))
+    for field, value in tv.TYPE_CASES:
+        cases.append((f"type-{field}-{json.dumps(value)}", rec("t2", 1, **{field: value})))
+    for cost in ("0.5", True, [0.5], {"usd": 0.5}):
+        cases.append((f"cost-{json.dumps(cost)}", rec("t2", 1, cost=cost, cost_source="prices/x@2026-01-01")))
+    for name, value in tv.TELEMETRY_TYPE_CASES:
+        cases.append((f"telemetry-{name}-{json.dumps(value)}", with_telemetry(**{name: value})))
+    for value in (True, False, 1.0, 0, -1, "1", None, [1]):
+        cases.append((f"attempt-{json.dumps(value)}", rec("t2", value)))
+    for value in (5, True, [], ["setup"], {}):
+        cases.append((f"stage-{json.dumps(value)}", failed("t2", 1, failure_stage=value)))
+    for name, value in tv.NEGATIVE_CASES + tv.TOO_LARGE_CASES:
+        cases.append((f"telemetry-{name}-{value!r}", with_telemetry(**{name: value})))
+    cases.append(("negative-cost", rec("t2", 1, cost=-0.5, cost_source="p@1")))
+    cases.append(("attempt-2**53", rec("t2", 2**53)))
+    cases.append(("cost-2**53", rec("t2", 1, cost=2**53, cost_source="p@1")))
+    cases.append(("cost-1e300", rec("t2", 1, cost=1e300, cost_source="p@1")))
+    for score in (1.5, -0.1, 2, 1.0000001):
+        cases.append((f"quality-{score}", rec("t2", 1, quality_score=score)))
+    for fclass in ("crash", "Agent", " agent", "success", "none"):
+        cases.append((f"class-{fclass}", failed("t2", 1, failure_class=fclass)))
+    for stage in ("planning", "Setup", ""):
+        cases.append((f"stage-{stage}", failed("t2", 1, failure_stage=stage, artifact_dir=tv.ARTIFACT_DIR,
+                                               evidence=["attempt.json#/setup"])))
+    for param in tv.INVARIANT_CASES:
+        cases.append((f"invariant-{param.id}", param.values[0]))
+    for param in tv.EVIDENCE_CASES:
+        artifact_dir, evidence = param.values
+        cases.append((f"evidence-{param.id}", failed("t2", 1, artifact_dir=artifact_dir, failure_stage="setup",
+                                                      failure_class="environment", agent_eligible=False,
+                                                      evidence=evidence)))
+    cases.append(("evidence-without-stage", rec("t2", 1, artifact_dir=tv.ARTIFACT_DIR, evidence=["attempt.json#/nope"])))
+    for artifact_dir in ("../outside", "attempts/../../outside", "attempts/t1/..", "/tmp", "/", "a\\..\\b", "\\x",
+                         "a\x00b"):
+        cases.append((f"artifact-dir-{artifact_dir!r}", rec("t2", 1, artifact_dir=artifact_dir)))
+    # A lone surrogate escape (json.dumps writes "\udcff" as that escape) in every kind of string: invalid-unicode.
+    for where, line in (
+        ("task-id", rec("t2\udcff", 1)),
+        ("task-id-high", rec("t2\ud800", 1)),
+        ("task-id-high-then-ascii-escape", json.dumps(rec("t2", 1)).replace('"t2"', '"t2\\ud83d\\u0041"')),
+        ("task-id-reversed-pair", json.dumps(rec("t2", 1)).replace('"t2"', '"t2\\ude00\\ud83d"')),
+        ("artifact-dir", rec("t2", 1, artifact_dir="a\udcff")),
+        ("cost-source", rec("t2", 1, cost=0.1, cost_source="p\udcff")),
+        ("telemetry-source-value", rec("t2", 1, telemetry_source={"task_wall_ms": "x\udcff"})),
+        ("telemetry-source-key", rec("t2", 1, telemetry_source={"task_wall_ms\udcff": "x"})),
+        ("evidence", failed("t2", 1, artifact_dir=tv.ARTIFACT_DIR, failure_stage="setup", failure_class="environment",
+                            agent_eligible=False, evidence=["attempt.json#/setup\udcff"])),
+        ("failure-class", failed("t2", 1, failure_class="agent\udcff")),
+        ("extra-field-value", rec("t2", 1, note="\udcff")),
+        ("extra-field-key", rec("t2", 1, **{"note\udcff": 1})),
+    ):
+        cases.append((f"lone-surrogate-{where}", json.dumps(line) if isinstance(line, dict) else line))
+    # Integer literals longer than Python converts (4300 digits): number-too-large, in any numeric field.
+    digits = "1" * 4301
+    for field in ('"attempt": 1', '"tool_calls": 4', '"setup_ms": 2310.5', '"quality_score": 0.9'):
+        name = field.split(":")[0].strip('"')
+        cases.append((f"int-over-4300-digits-{name}", json.dumps(rec("t2", 1)).replace(field, f'"{name}": {digits}')))
+    cases.append(("int-over-4300-digits-extra", json.dumps(rec("t2", 1, note=0)).replace('"note": 0', f'"note": -{digits}')))
+    return cases
+
+
+BAD = _bad_lines()
+
+
+@pytest.mark.parametrize("bad", [b for _, b in BAD], ids=[i for i, _ in BAD])
+def test_invalid_third_line_gives_the_exact_paths_answer(tmp_path, bad):
+    # (a few of these lines are valid: "-0", spaces around the object, extra fields; the fast
+    # path may decline a valid file, never accept an invalid one)
+    run = write(tmp_path, tv.third_line(bad))
+    assert_same_as_exact(run, accepted=False)
+
+
+@pytest.mark.parametrize("bad", [b for _, b in BAD], ids=[i for i, _ in BAD])
+def test_invalid_last_line_without_blank_lines(tmp_path, bad):
+    # no blank line in the file: only the bad line itself can make the fast path decline
+    run = write(tmp_path, [tv.record("t1", 1), tv.record("t1", 2), bad])
+    assert_same_as_exact(run)
+
+
+def test_lone_surrogate_escape_is_left_to_the_exact_path(tmp_path):
+    # "\ud800" decodes to a Python string that is not Unicode text: pyarrow refuses it, so the
+    # fast path declines, and the exact path names the line (invalid-unicode).
+    run = write(tmp_path, [tv.record("t1", 1), json.dumps(tv.record("\ud800", 1))])
+    assert loading._read_results_fast(run / "results.jsonl", run_dir=run) is None
+    with pytest.raises(InvalidRunError) as info:
+        loading.read_results(run / "results.jsonl", run_dir=run)
+    assert (info.value.rule, info.value.line) == ("invalid-unicode", 2)
+    assert info.value.pointer is None and "/task_id" in info.value.message
+    records, invalid, _ = loading.read_results(run / "results.jsonl", run_dir=run, strict=False)
+    assert len(records) == 1
+    assert [(a["line"], a["rule"], a["task_id"], a["attempt"]) for a in invalid] == [(2, "invalid-unicode", None, None)]
+
+
+_NEW_RULES = [(i, b) for i, b in BAD if i.startswith(("lone-surrogate", "int-over"))]
+
+
+@pytest.mark.parametrize("name,bad", _NEW_RULES, ids=[i for i, _ in _NEW_RULES])
+def test_lone_surrogates_and_overlong_integers_name_their_line(tmp_path, name, bad):
+    run = write(tmp_path, tv.third_line(bad))
+    with pytest.raises(InvalidRunError) as info:
+        loading.read_results(run / "results.jsonl", run_dir=run)
+    assert info.value.line == 3
+    assert info.value.rule == ("invalid-unicode" if name.startswith("lone") else "number-too-large")
+
+
+def test_surrogate_pairs_are_text(tmp_path):
+    """A surrogate pair escape is one character (an emoji as json.dumps writes it): valid, accepted by both paths."""
+    run = write(tmp_path, [json.dumps(tv.record("t\U0001f600", 1)),
+                           json.dumps(tv.record("t1", 1, telemetry_source={"task_wall_ms": "\U0001f600"}))])
+    assert "\\ud83d\\ude00" in (run / "results.jsonl").read_text()
+    assert_same_as_exact(run, accepted=True)
+    assert loading.read_results(run / "results.jsonl", run_dir=run)[0]["task_id"].tolist() == ["t\U0001f600", "t1"]
+
+
+@pytest.mark.parametrize("limit", [120, 300])
+def test_a_line_above_the_length_limit_refuses_the_file(tmp_path, monkeypatch, limit):
+    """schema.MAX_LINE_BYTES (128 MiB), patched small: a longer line refuses the file in both modes; a line of
+    exactly the limit is read."""
+    monkeypatch.setattr(loading, "MAX_LINE_BYTES", limit)
+    short = json.dumps({"task_id": "t1", "attempt": 1, "success": True, "agent_eligible": True,
+                        "failure_class": ""}, separators=(",", ":"))
+    exact = short[:-1] + "," + '"n":"' + "x" * (limit - len(short) - 7) + '"}'
+    assert len(exact) == limit
+    second = short.replace('"attempt":1', '"attempt":2')
+    run = write(tmp_path, [exact, second], name="at-limit")
+    assert len(loading.read_results(run / "results.jsonl", run_dir=run)[0]) == 2
+    for strict in (True, False):
+        long = exact[:-2] + 'xx"}'
+        run = write(tmp_path, [short, long, short.replace('"attempt":1', '"attempt":3')], name=f"over-{strict}")
+        with pytest.raises(InvalidRunError) as info:
+            loading.read_results(run / "results.jsonl", run_dir=run, strict=strict)
+        assert (info.value.rule, info.value.line) == ("line-too-long", 2)
+    # an earlier duplicate is still the first problem of a strict read
+    run = write(tmp_path, [short, short, exact[:-2] + 'xx"}'], name="dup-first")
+    with pytest.raises(InvalidRunError) as info:
+        loading.read_results(run / "results.jsonl", run_dir=run)
+    assert (info.value.rule, info.value.line) == ("duplicate-attempt", 2)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        pytest.param([b"\xef\xbb\xbf" + json.dumps(tv.record("t1", 1)).encode() + b"\n", tv.record("t1", 2)], id="bom"),
+        pytest.param([tv.record("t1", 1), "", tv.record("t1", 2)], id="blank-line"),
+        pytest.param(["", tv.record("t1", 1)], id="blank-first-line"),
+        pytest.param([tv.record("t1", 1), "   ", tv.record("t1", 2)], id="whitespace-line"),
+        pytest.param([tv.record("t1", 1), b"\r\n", tv.record("t1", 2)], id="crlf-blank-line"),
+        pytest.param([tv.record("t1", 1), tv.record("t1", 2), ""], id="blank-last-line"),
+        pytest.param([json.dumps(tv.record("t1", 1))[:40].encode()], id="truncated-only-line"),
+        pytest.param([tv.record("t1", 1), json.dumps(tv.record("t2", 1))[:40].encode()], id="truncated-last-line"),
+        pytest.param([tv.record("t1", 1), tv.record("t1", 1)], id="duplicate"),
+        pytest.param([tv.record("t1", 1), tv.record("t1", 2), tv.record("t1", 1), tv.record("t1", 2)], id="duplicates"),
+        pytest.param([tv.record("t1", 1), "{not json", tv.record("t1", 1)], id="error-before-duplicate"),
+        pytest.param([tv.record("t1", 1), "{}", json.dumps(tv.record("t1", 2)) + json.dumps(tv.record("t1", 3))],
+                     id="two-objects-and-an-empty-one"),
+        pytest.param([json.dumps(tv.record("t1", 1)) + json.dumps(tv.record("t1", 2)), ""], id="two-objects-then-blank"),
+        pytest.param([], id="empty-file"),
+        # an absent container is fine, a null one is not; pyarrow reads both as null
+        pytest.param([tv.record("t1", 1), tv.without(tv.record("t1", 2), "telemetry"),
+                      tv.record("t2", 1, telemetry=None)], id="telemetry-absent-and-null"),
+        pytest.param([tv.without(tv.record("t1", 1), "evidence"), tv.record("t1", 2, task_id="evidence", evidence=None)],
+                     id="evidence-null-with-a-decoy"),
+        pytest.param([tv.without(tv.record("t1", 1), "evidence"),
+                      '{"task_id": "t1", "attempt": 2, "success": true, "agent_eligible": true, "failure_class": "", '
+                      '"\\u0065vidence": null}'], id="escaped-null-key"),
+    ],
+)
+def test_line_structure_the_json_reader_would_miss(tmp_path, lines):
+    assert_same_as_exact(write(tmp_path, lines), accepted=False)
+
+
+def test_no_line_that_could_crash_the_json_reader_reaches_it(tmp_path):
+    # pyarrow's JSON reader crashes (SIGSEGV) on a first value `null`: the fast path must check the
+    # line structure first.  In a subprocess, so that a crash fails this test, not the session.
+    runs = [str(write(tmp_path, [first, tv.record("t1", 1)], name=f"run{i}"))
+            for i, first in enumerate(["null", "[]", "1", '"x"', "true", "{}null", "{} null", " null"])]
+    code = textwrap.dedent(f"""
+        from capbench_nb.records import loading
+        for run in {runs!r}:
+            print(loading._read_results_fast(run + "/results.jsonl", run_dir=run))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None"] * len(runs)
+
+
+# --------------------------------------------------------------------------- valid input: accepted, identical
+
+
+VALID = [
+    pytest.param([tv.record("t1", 1), tv.failed("t1", 2), tv.record("t2", 1)], id="plain"),
+    pytest.param([json.dumps(tv.record("t1", 1)).encode() + b"\r\n", json.dumps(tv.record("t1", 2)).encode() + b"\r\n"],
+                 id="crlf"),
+    pytest.param([tv.record("t1", 1), json.dumps(tv.record("t1", 2)).encode()], id="no-final-newline"),
+    pytest.param([tv.record("t1", 1), json.dumps(tv.record("t1", 2)).encode() + b"\r"], id="final-cr-no-newline"),
+    pytest.param([tv.record("t1", 1, telemetry={"tool_calls": 0, "task_wall_ms": 5}, telemetry_source={}),
+                  tv.without(tv.record("t1", 2), "telemetry")], id="sparse-and-missing-telemetry"),
+    pytest.param([tv.record("t1", 1, telemetry={n: None for n in TELEMETRY_FIELDS}, telemetry_source={})],
+                 id="all-null-telemetry"),
+    pytest.param([tv.record("t1", 1, telemetry_source={"task_wall_ms": None, "setup_ms": "x"})],
+                 id="explicit-null-source"),
+    pytest.param([tv.record("t1", 1, quality_score=0), tv.record("t1", 2, quality_score=1),
+                  tv.record("t2", 1, quality_score=None)], id="quality-bounds"),
+    pytest.param([tv.record("t1", 1, cost=0.25, cost_source="p@1"), tv.record("t1", 2, cost=None, cost_source="p@2"),
+                  tv.record("t2", 1, cost=0, cost_source="p@1")], id="cost"),
+    pytest.param([tv.record("t1", 1, telemetry=dict(RUN_TELEMETRY, tool_calls=2**53 - 1, task_wall_ms=2**53 - 1))],
+                 id="2**53-1"),
+    pytest.param([tv.record("t1", 2**53 - 1)], id="attempt-2**53-1"),
+    pytest.param([tv.record("t1", 1, telemetry=dict(RUN_TELEMETRY, task_wall_ms=0.1, setup_ms=1e-320,
+                                                    device_execution_ms=123456789.123456789))], id="floats"),
+    pytest.param([tv.record("é\u2028\u00a0😀", 1), tv.record("a|b*`<x>", 1), tv.record("", 1), tv.record("t\x00", 1)],
+                 id="unicode-task-ids"),
+    pytest.param([json.dumps(tv.record("é😀\\\"", 1), ensure_ascii=True)], id="escaped-ascii"),
+    pytest.param([json.dumps(tv.record("t1", 1), separators=(",", ":")), json.dumps(tv.record("t1", 2), indent=None),
+                  json.dumps(dict(reversed(list(tv.record("t1", 3).items()))))], id="formatting-and-key-order"),
+    pytest.param(['{"task_id" :"t1" , "attempt":1,"success" : true,\t"agent_eligible":true,"failure_class":""}'],
+                 id="whitespace-inside"),
+    pytest.param([json.dumps(tv.record("t1", 1)).replace('"task_id"', '"task\\u005fid"')], id="escaped-key"),
+    pytest.param([tv.failed("t1", 1, artifact_dir=tv.ARTIFACT_DIR, failure_stage="device_execution",
+                            evidence=["episode.json#/events/0", "attempt.json#/a~1b", "attempt.json#"]),
+                  tv.record("t1", 2, artifact_dir=tv.ARTIFACT_DIR, evidence=["./episode.json#/events/0"]),
+                  tv.failed("t2", 1, artifact_dir=tv.ARTIFACT_DIR + "/", failure_stage="setup",
+                            failure_class="environment", agent_eligible=False, evidence=["attempt.json#/setup"])],
+                 id="evidence"),
+    pytest.param([tv.failed("t1", 1, failure_class=c, agent_eligible=e)
+                  for c, e in (("unknown", True),)] + [tv.failed("t1", 2, failure_class=c, agent_eligible=False)
+                                                      for c in ("environment",)] +
+                 [tv.failed("t2", i + 1, failure_class=c, agent_eligible=False)
+                  for i, c in enumerate(("evaluation", "skipped", "unknown"))], id="every-class"),
+    pytest.param([tv.record("t1", 1, artifact_dir="attempts/..x/1"), tv.record("t1", 2, artifact_dir="a/...")],
+                 id="dots-that-are-not-dotdot"),
+    pytest.param([tv.without(tv.record("t1", 1), "evidence"), tv.record("t1", 2)], id="evidence-absent"),
+    pytest.param([tv.without(tv.without(tv.without(tv.record("t1", 1), "evidence"), "telemetry"), "telemetry_source"),
+                  tv.without(tv.without(tv.record("t1", 2), "evidence"), "telemetry_source")], id="containers-absent"),
+    pytest.param([tv.without(tv.record("t1", 1), "telemetry"), json.dumps(tv.record("é", 1), ensure_ascii=True)],
+                 id="absent-and-escapes-elsewhere"),
+    pytest.param([{"task_id": "t1", "attempt": 1, "success": True, "agent_eligible": True, "failure_class": ""}],
+                 id="required-fields-only"),
+]
+
+
+@pytest.mark.parametrize("lines", VALID)
+def test_valid_files_are_accepted_and_identical(tmp_path, lines):
+    assert_same_as_exact(write(tmp_path, lines), accepted=True)
+
+
+def test_explicit_null_sources_read_as_absent(tmp_path):
+    # pyarrow cannot tell {"x": null} from {}: both paths read a null source as no source
+    a = write(tmp_path, [tv.record("t1", 1, telemetry_source={"setup_ms": None, "task_wall_ms": "w"})], name="a")
+    b = write(tmp_path, [tv.record("t1", 1, telemetry_source={"task_wall_ms": "w"})], name="b")
+    for reader in (loading.read_results, loading._read_results_exact):
+        ra = reader(a / "results.jsonl", run_dir=a)[0]["telemetry_source"].astype(str).tolist()
+        rb = reader(b / "results.jsonl", run_dir=b)[0]["telemetry_source"].astype(str).tolist()
+        assert ra == rb == ['{"task_wall_ms": "w"}']
+
+
+@pytest.mark.parametrize("chunk", [2500, 5000, 12000, 1 << 20])
+def test_chunk_boundaries(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(loading, "_FAST_CHUNK", chunk)
+    lines = []
+    for t in range(12):
+        for a in range(1, 4):
+            rec = tv.record(f"t{t}", a) if (t + a) % 3 else tv.failed(f"t{t}", a, cost=0.5 + t, cost_source=f"p@{t % 2}")
+            lines.append(rec)
+    lines[-1] = json.dumps(lines[-1]).encode()  # and no final newline
+    run = write(tmp_path, lines)
+    assert_same_as_exact(run, accepted=True)
+    # an invalid line after the first chunk still gives the exact error and line
+    lines[30] = tv.record("t10", 1, agent_eligible=False)
+    bad = write(tmp_path, lines, name="bad")
+    assert_same_as_exact(bad, accepted=False)
+
+
+def test_a_line_longer_than_a_chunk_falls_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(loading, "_FAST_CHUNK", 300)
+    run = write(tmp_path, [tv.record("t1", 1), tv.record("t1", 2)])
+    assert_same_as_exact(run, accepted=False)
+
+
+# --------------------------------------------------------------------------- metrics: the same either way
+
+
+def _sample_runs(tmp_path: Path) -> list[Path]:
+    from capbench_nb.records.derivation import load_price_table
+    from capbench_nb.records.ingest import ingest_run
+    from capbench_nb.simulation.simulator import simulate_run
+
+    prices = load_price_table(REPO / "data" / "prices-example.json")
+    runs = [REPO / "data" / "sample-run"]
+    art = simulate_run(tmp_path / "art", tasks=25, repeats=3, seed=5, artifacts=True, reasoning_tokens=True,
+                       extra_attempts=2, missing_attempts=2)
+    ingest_run(art, prices=prices, progress=False)
+    runs.append(art)
+    runs.append(simulate_run(tmp_path / "sim", tasks=40, repeats=4, seed=6, price_table=prices, short_tasks=3,
+                             empty_tasks=2))
+    return runs
+
+
+def test_metrics_identical_with_and_without_the_fast_path(tmp_path, monkeypatch):
+    for run_dir in _sample_runs(tmp_path):
+        assert loading._read_results_fast(run_dir / "results.jsonl", run_dir=run_dir) is not None, run_dir
+        fast = dumps(compute_metrics(capbench_nb.load_run(run_dir), slices=("app",)))
+        with monkeypatch.context() as m:
+            m.setattr(loading, "_read_results_fast", lambda *a, **k: None)
+            exact_run = capbench_nb.load_run(run_dir)
+            exact = dumps(compute_metrics(exact_run, slices=("app",)))
+        assert fast == exact, run_dir
+        assert_same_as_exact(run_dir, accepted=True)
+
+
+# --------------------------------------------------------------------------- hypothesis: random valid files and mutations
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+_finite = st.one_of(
+    st.integers(0, 2**53 - 1),
+    st.floats(0, 2**53 - 1, allow_nan=False, allow_infinity=False).filter(lambda x: not (x == 0 and str(x)[0] == "-")),
+    st.sampled_from([0, 0.1, 0.30000000000000004, 1e-320, 5e-324, 2.2250738585072014e-308, 123456.789e3, 1e15]),
+)
+
+
+@st.composite
+def _record(draw, task_id: str, attempt: int) -> dict:
+    cls = draw(st.sampled_from(["", "agent", "environment", "evaluation", "skipped", "unknown"]))
+    success = cls == ""
+    eligible = True if cls in ("", "agent") else draw(st.booleans()) if cls == "unknown" else False
+    tele = {}
+    for name in TELEMETRY_FIELDS:
+        c = draw(st.integers(0, 5))
+        if c == 0:
+            continue
+        if c == 1:
+            tele[name] = None
+        elif name in ("recovery_attempted", "recovery_succeeded"):
+            tele[name] = draw(st.booleans())
+        elif name.endswith("_ms"):
+            tele[name] = draw(_finite)
+        else:
+            tele[name] = draw(st.integers(0, 2**53 - 1))
+    rec = {"task_id": task_id, "attempt": attempt, "success": success, "agent_eligible": eligible,
+           "failure_class": cls}
+    optional = {
+        "artifact_dir": draw(st.one_of(st.none(), _text.filter(lambda s: not s.startswith(("/", "\\"))
+                                                                and ".." not in s.replace("\\", "/").split("/")
+                                                                and "\x00" not in s))),
+        "failure_stage": None,
+        "evidence": [],
+        "quality_score": draw(st.one_of(st.none(), st.floats(0, 1).filter(lambda x: str(x)[0] != "-"),
+                                        st.sampled_from([0, 1]))),
+        "telemetry": tele,
+        "telemetry_source": draw(st.dictionaries(st.sampled_from(TELEMETRY_FIELDS), st.one_of(_text, st.none()),
+                                                 max_size=5)),
+        "cost": None,
+        "cost_source": draw(st.one_of(st.none(), _text)),
+    }
+    if optional["cost_source"] is not None:
+        optional["cost"] = draw(st.one_of(st.none(), _finite))
+    for key, value in optional.items():
+        if draw(st.integers(0, 6)) or (key == "cost_source" and optional["cost"] is not None):  # sometimes absent
+            rec[key] = value
+    keys = list(rec)
+    order = draw(st.permutations(keys))
+    return {key: rec[key] for key in order}
+
+
+@st.composite
+def _files(draw) -> list[bytes]:
+    tasks = draw(st.lists(_text, min_size=1, max_size=5, unique=True))
+    lines = []
+    for task in tasks:
+        for attempt in draw(st.lists(st.integers(1, 6), max_size=4, unique=True)):
+            rec = draw(_record(task, attempt))
+            ascii_ = draw(st.booleans())
+            compact = draw(st.booleans())
+            text = json.dumps(rec, ensure_ascii=ascii_, separators=(",", ":") if compact else None)
+            lines.append(text.encode("utf-8") + draw(st.sampled_from([b"\n", b"\r\n"])))
+    if lines and draw(st.booleans()):
+        lines[-1] = lines[-1].rstrip(b"\r\n")
+    return lines
+
+
+_numbers = st.one_of(
+    st.from_regex(r"\A(0|[1-9][0-9]{0,20})(\.[0-9]{1,25})?([eE][-+]?[0-9]{1,3})?\Z"),
+    st.floats(0, 2**53, allow_nan=False).map(repr),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(_numbers, min_size=1, max_size=8))
+def test_number_text_reads_to_the_same_double(tmp_path_factory, texts):
+    # pyarrow's and Python's decimal-to-double conversions must agree bit for bit (or the
+    # value is refused: above 2**53 - 1, say, and then the exact path decides)
+    lines = []
+    for i, text in enumerate(texts):
+        rec = json.dumps(tv.record("t1", i + 1)).replace('"setup_ms": 2310.5', f'"setup_ms": {text}')
+        lines.append(rec.replace('"cost": null', f'"cost": {text}').replace('"cost_source": null', '"cost_source": "p"'))
+    # (pyarrow refuses some extreme exponents, such as 0E310, that Python reads: the fast path
+    # then declines, which is fine; otherwise it must accept)
+    plain = all(float(text) <= 2**53 - 1 and abs(int(re.split("[eE]", text + "e0")[1])) <= 300 for text in texts)
+    assert_same_as_exact(write(tmp_path_factory.mktemp("num"), lines), accepted=True if plain else None)
+
+
+_SETTINGS = settings(max_examples=60, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                            HealthCheck.data_too_large])
+
+
+@_SETTINGS
+@given(lines=_files(), chunk=st.sampled_from([1 << 20, 700, 1500]))
+def test_random_valid_files(tmp_path_factory, lines, chunk):
+    tmp = tmp_path_factory.mktemp("fast")
+    run = write(tmp, lines)
+    old = loading._FAST_CHUNK
+    loading._FAST_CHUNK = chunk
+    try:
+        plain = lines and not any(b"\\u" in line for line in lines)  # no escape that could spell a key
+        assert_same_as_exact(run, accepted=True if chunk == 1 << 20 and plain else None)
+    finally:
+        loading._FAST_CHUNK = old
+
+
+_MUTATIONS = [b"null", b"{}", b"[]", b"[null]", b"NaN", b"-0", b"-0.0", b"1e999", b'"\\ud800"', b"true", b'"x"',
+              b"0.5", b"1.0", b"\xff", b"\xed\xa0\x80", b'"', b"}", b"{", b",", b":", b"]", b"[", b"\n", b"\r", b" ",
+              b"\n\n", b'"task_id": "t1"', b'"telemetry": null', b'"extra": 1']
+
+
+@_SETTINGS
+@given(lines=_files(), data=st.data())
+def test_random_mutations(tmp_path_factory, lines, data):
+    if not lines:
+        return
+    i = data.draw(st.integers(0, len(lines) - 1))
+    line = bytearray(lines[i])
+    for _ in range(data.draw(st.integers(1, 3))):
+        pos = data.draw(st.integers(0, len(line)))
+        if data.draw(st.booleans()):
+            line[pos:pos + data.draw(st.integers(0, 12))] = data.draw(st.sampled_from(_MUTATIONS))
+        else:
+            line[pos:pos] = data.draw(st.sampled_from(_MUTATIONS))
+    lines = list(lines)
+    lines[i] = bytes(line)
+    tmp = tmp_path_factory.mktemp("mut")
+    assert_same_as_exact(write(tmp, lines))
