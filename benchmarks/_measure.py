@@ -74,12 +74,12 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
         out["best"], out["load"], out["metrics"] = min(times)
     elif mode == "verify":
         import capbench_nb
-        from capbench_nb.records import loading
+        from capbench_nb.records import columnar_reader
         from capbench_nb.metrics.document import compute_metrics
         from capbench_nb.io.atomic import dumps
 
         fast = dumps(compute_metrics(capbench_nb.load_run(run)))
-        loading._read_results_fast = lambda *a, **k: None  # the exact, streaming reader only
+        columnar_reader.read_results_fast = lambda *a, **k: None  # the exact, streaming reader only
         exact = dumps(compute_metrics(capbench_nb.load_run(run)))
         out["identical"], out["best"] = fast == exact, 0.0
     elif mode in ("read-json", "read-orjson"):
@@ -100,7 +100,7 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
         out["files"] = len(files)
         out["best"], _ = best_of(repeats, parse_all)
     elif mode == "ingest":
-        from capbench_nb.records.derivation import load_price_table
+        from capbench_nb.records.prices import load_price_table
         from capbench_nb.records.ingest import ingest_run
 
         prices = load_price_table(Path(__file__).resolve().parent.parent / "data" / "prices-example.json")

@@ -20,9 +20,9 @@ import json
 import shutil
 from pathlib import Path
 
-from capbench_nb.records.derivation import load_price_table
+from capbench_nb.records.prices import load_price_table
 from capbench_nb.records.ingest import ingest_run
-from capbench_nb.simulation.simulator import simulate_run
+from capbench_nb.simulation.writer import simulate_run
 
 REPO = Path(__file__).resolve().parent.parent
 PRICES = REPO / "data" / "prices-example.json"

@@ -1,7 +1,7 @@
 """capbench-nb: reliable capability metrics for AI agent benchmark runs.
 
 Data flows one way: raw run -> attempt records (:func:`load_run`) -> metrics
-(:mod:`capbench_nb.metrics`) -> outputs (:mod:`capbench_nb.export`).
+(:mod:`capbench_nb.metrics`) -> outputs (:mod:`capbench_nb.outputs`).
 
 The names below are imported on first use (PEP 562), so that ``import
 capbench_nb`` costs nothing beyond what the caller actually touches: a report
@@ -19,8 +19,8 @@ from capbench_nb._version import __version__
 #: public name -> the module that defines it
 _EXPORTS = {
     "InvalidRunError": ".errors",
-    "Run": ".records.loading",
-    "load_run": ".records.loading",
+    "Run": ".records.run",
+    "load_run": ".records.run",
     "RunRecorder": ".records.recorder",
     "compute_metrics": ".metrics.document",
     "write_metrics": ".outputs.export",
@@ -33,7 +33,7 @@ _EXPORTS = {
     "oracle_best_score_at_k": ".metrics.rates",
     "per_task": ".metrics.rates",
     "attempt_counts": ".metrics.rates",
-    "telemetry_aggregates": ".metrics.rates",
+    "telemetry_aggregates": ".metrics.telemetry",
     "wilson_interval": ".metrics.stats",
     "metrics_by": ".metrics.slices",
     "register_slice": ".metrics.slices",
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # static analysers see the eager imports
     from capbench_nb.errors import InvalidRunError
     from capbench_nb.metrics.document import compute_metrics
     from capbench_nb.outputs.export import write_metrics
-    from capbench_nb.records.loading import Run, load_run
+    from capbench_nb.records.run import Run, load_run
     from capbench_nb.metrics.rates import (
         Rate,
         ScoreMean,
@@ -55,8 +55,8 @@ if TYPE_CHECKING:  # static analysers see the eager imports
         pass_at_k,
         pass_hat_k,
         per_task,
-        telemetry_aggregates,
     )
+    from capbench_nb.metrics.telemetry import telemetry_aggregates
     from capbench_nb.records.recorder import RunRecorder
     from capbench_nb.metrics.slices import metrics_by, register_slice
     from capbench_nb.metrics.stats import wilson_interval
@@ -77,10 +77,10 @@ def __dir__() -> list[str]:
 
 
 def build_report(*args, **kwargs):
-    """Execute the report notebook on a run (see :func:`capbench_nb.reportrun.build_report`)."""
-    from capbench_nb.outputs.reportrun import build_report as _build_report  # papermill and nbconvert only when used
+    """Execute the report notebook on a run (see :func:`capbench_nb.outputs.reportrun.build_report`)."""
+    from capbench_nb.outputs import reportrun  # papermill and nbconvert only when used
 
-    return _build_report(*args, **kwargs)
+    return reportrun.build_report(*args, **kwargs)
 
 
 __all__ = [

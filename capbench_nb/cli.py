@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from capbench_nb._version import __version__
-from capbench_nb.errors import InvalidRunError, _one_line
+from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.outputs.export import write_metrics
-from capbench_nb.records.loading import load_run
+from capbench_nb.records.run import load_run
 from capbench_nb.metrics.slices import UnknownSliceError
 from capbench_nb.outputs.verification import verify
 
@@ -177,7 +177,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     warnings = (doc.get("compatibility") or {}).get("warnings") or []
     for w in warnings:
         # the message quotes manifest strings: controls and bidi overrides shown as escapes
-        print(f"{PROG}: warning: [{_one_line(w.get('code'), 100)}] {_one_line(w.get('message'), 1000)}",
+        print(f"{PROG}: warning: [{one_line(w.get('code'), 100)}] {one_line(w.get('message'), 1000)}",
               file=sys.stderr)
     print(path)
     if warnings and args.strict:
@@ -198,7 +198,7 @@ def _invalid_lines(out: Path) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from capbench_nb.records.derivation import load_price_table, load_tool_config
+    from capbench_nb.records.prices import load_price_table, load_tool_config
     from capbench_nb.records.ingest import ingest_run
 
     report = ingest_run(
@@ -220,7 +220,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from capbench_nb.simulation.simulator import simulate_run
+    from capbench_nb.simulation.writer import simulate_run
 
     path = simulate_run(args.out, tasks=args.tasks, repeats=args.repeats, seed=args.seed, artifacts=args.artifacts)
     print(path)
@@ -258,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except OSError as exc:  # e.g. an output directory that cannot be written
-        name = f" {_one_line(exc.filename)}" if exc.filename else ""
-        print(f"{PROG}: error:{name}: {_one_line(exc.strerror or exc)} [rule: os-error]", file=sys.stderr)
+        name = f" {one_line(exc.filename)}" if exc.filename else ""
+        print(f"{PROG}: error:{name}: {one_line(exc.strerror or exc)} [rule: os-error]", file=sys.stderr)
         return EXIT_INVALID
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidRunError", "Violation"]
+__all__ = ["InvalidRunError", "Violation", "one_line"]
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    """Render ``text`` on one line: control characters escaped, length capped."""
+def one_line(text: str, limit: int = 300) -> str:
+    """Render ``text`` on one line: control characters escaped, length capped.
+
+    Parameters
+    ----------
+    text : str
+        Any text (``str()`` is taken of anything else), e.g. a message quoting input.
+    limit : int, default 300
+        At most this many characters; a longer result ends with ``…``.
+
+    Every error line the toolkit prints goes through it, so that a value read from a
+    file (a newline, a terminal escape, a bidi override) cannot break the one-line form.
+    """
     out = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
     if len(out) > limit:
         out = out[: limit - 1] + "…"
@@ -57,8 +68,8 @@ class InvalidRunError(ValueError):
 
     def __str__(self) -> str:
         # Each part is capped on its own: a long quoted value never cuts the rule off the line.
-        return (f"{_one_line(self.location, limit=300)}: {_one_line(self.message, limit=700)} "
-                f"[rule: {_one_line(self.rule, limit=100)}]")
+        return (f"{one_line(self.location, limit=300)}: {one_line(self.message, limit=700)} "
+                f"[rule: {one_line(self.rule, limit=100)}]")
 
     def __reduce__(self):  # keep picklable despite keyword-only arguments
         return (_rebuild, (self.file, self.rule, self.message, self.line, self.pointer))

@@ -67,8 +67,8 @@ SIM = ("--tasks", 30, "--repeats", 3)
 class Side:
     """The code of one side: a source tree, run with this Python and the tree first on PYTHONPATH."""
 
-    def __init__(self, label: str, tree: Path, what: str):
-        self.label, self.tree, self.what = label, tree, what
+    def __init__(self, label: str, tree: Path):
+        self.label, self.tree = label, tree
         path = [str(tree)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
         self.env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), PYTHONDONTWRITEBYTECODE="1")
 
@@ -87,8 +87,8 @@ class Side:
         p = self.python(cwd, "-c", "import capbench_nb; print(capbench_nb.__file__)")
         found = Path(p.stdout.strip()).resolve()
         if p.returncode or not found.is_relative_to(self.tree.resolve()):
-            sys.exit(f"side {self.label}: capbench_nb is imported from {found or p.stderr.strip()}, "
-                     f"not from {self.tree}")
+            fail(f"side {self.label}: capbench_nb is imported from {p.stdout.strip() or p.stderr.strip()}, "
+                 f"not from {self.tree}")
 
 
 class Run:
@@ -163,7 +163,7 @@ def prepare_inputs(base: Side, inp: Path) -> None:
     for name, seed in (("sim-a", 1), ("sim-b", 2)):
         rc, _, err = base.cli(inp, "simulate", *SIM, "--seed", seed, "--out", inp / name)
         if rc != 0:
-            sys.exit(f"could not simulate the inputs of compare: {err.strip()}")
+            fail(f"could not simulate the inputs of compare: {err.strip()}")
 
 
 # --------------------------------------------------------------------------- running and comparing
@@ -233,6 +233,11 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def fail(message: str) -> None:
+    print(f"compare_outputs: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def git(*args) -> str:
     return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True, text=True).stdout.strip()
 
@@ -241,7 +246,7 @@ def resolve(spec: str) -> str:
     try:
         return git("rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}")
     except subprocess.CalledProcessError:
-        sys.exit(f"not a commit: {spec}")
+        fail(f"not a commit: {spec}")
 
 
 def main() -> int:
@@ -258,7 +263,7 @@ def main() -> int:
         tmp = Path(args.keep).resolve()
         tmp.mkdir(parents=True, exist_ok=True)
         if any(tmp.iterdir()):
-            sys.exit(f"--keep {tmp}: not empty")
+            fail(f"--keep {tmp}: not empty")
     else:
         tmp = Path(tempfile.mkdtemp(prefix="compare-outputs-"))
     start, worktrees = time.monotonic(), []
@@ -271,7 +276,7 @@ def main() -> int:
                 tree, what = tmp / "trees" / label, f"{spec} = {commit[:12]}"
                 git("worktree", "add", "--detach", str(tree), commit)
                 worktrees.append(tree)
-            sides.append(Side(label, tree, what))
+            sides.append(Side(label, tree))
             sides[-1].check_import(tmp)
             print(f"side {label}: {what} ({tree})", flush=True)
         (tmp / "input").mkdir()
@@ -289,10 +294,8 @@ def main() -> int:
     finally:
         for tree in worktrees:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
-        for leftover in (["work", "trees"] if args.keep else []):
-            shutil.rmtree(tmp / leftover, ignore_errors=True)
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
+        for leftover in ([tmp / "work", tmp / "trees"] if args.keep else [tmp]):
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 if __name__ == "__main__":

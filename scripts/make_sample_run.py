@@ -7,14 +7,14 @@ Usage:
 OUT_DIR defaults to ``data/sample-run`` under the repository root.  The
 directory is deleted and recreated, then filled in three steps:
 
-1. ``capbench_nb.simulation.simulator.simulate_run`` writes ``manifest.json``,
+1. ``capbench_nb.simulation.writer.simulate_run`` writes ``manifest.json``,
    ``attempts/<task_id>/<attempt>/`` and the ground truth ``simulation.json``
    (seed and options below: chosen so that the sample shows every failure
    class, all three failure stages, missing telemetry, a short task, a missing
    attempt, a task without attempts and one attempt above the planned repeats);
 2. ``capbench_nb.records.ingest.ingest_run`` derives ``results.jsonl`` from the
    attempt directories, pricing tokens with ``data/prices-example.json``;
-3. ``capbench_nb.simulation.simulator.describe_run`` writes ``README.md``: the tasks,
+3. ``capbench_nb.simulation.describe.describe_run`` writes ``README.md``: the tasks,
    every record and the expected headline numbers, for checking by hand.
 
 Deterministic: the same code gives byte-identical files.
@@ -29,9 +29,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from capbench_nb.records.derivation import load_price_table  # noqa: E402
+from capbench_nb.records.prices import load_price_table  # noqa: E402
 from capbench_nb.records.ingest import ingest_run  # noqa: E402
-from capbench_nb.simulation.simulator import describe_run, simulate_run  # noqa: E402
+from capbench_nb.simulation.describe import describe_run  # noqa: E402
+from capbench_nb.simulation.writer import simulate_run  # noqa: E402
 
 DEFAULT_OUT = REPO_ROOT / "data" / "sample-run"
 PRICES = REPO_ROOT / "data" / "prices-example.json"

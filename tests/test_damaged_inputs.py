@@ -1,4 +1,4 @@
-"""Fuzz suite: damaged run directories through the command line (issue 8).
+"""Fuzz suite: damaged run directories through the command line (corpus, truncation, hypothesis).
 
 Every way a run can be damaged must give a clear answer and lose nothing:
 
@@ -26,11 +26,9 @@ class tried with its outcome.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import ctypes
 import hashlib
-import io
 import json
 import os
 import re
@@ -45,12 +43,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import LONG, check_error, cli, comparable, compact, read_doc, tree_hashes, write
 from conftest import Hang as _Hang
 from conftest import deadline as _deadline
-from capbench_nb.cli import main
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.io.atomic import dumps
-from capbench_nb.records.loading import load_run
+from capbench_nb.records.run import load_run
 from capbench_nb.format import (
     MAX_REPEATS,
     TELEMETRY_BOOL_FIELDS,
@@ -60,9 +58,6 @@ from capbench_nb.format import (
 )
 
 # --------------------------------------------------------------------------- configuration
-
-#: ``CAPBENCH_FUZZ=long`` runs many more examples (and the slow tests of test_hardening.py).
-LONG = os.environ.get("CAPBENCH_FUZZ", "").strip().lower() in ("long", "1", "yes", "true")
 
 
 def examples(default: int, long: int) -> int:
@@ -78,67 +73,7 @@ FUZZ = settings(
 CORPUS = Path(__file__).resolve().parent / "corpus"
 EXPECTED = json.loads((CORPUS / "EXPECTED.json").read_text(encoding="utf-8"))["cases"]
 
-# --------------------------------------------------------------------------- helpers (also used by test_hardening.py)
-
-
-def cli(*argv) -> tuple[int, str, str]:
-    """``capbench-nb ARGV`` in-process: (exit code, stdout, stderr).  Exceptions propagate (a crash is a failure)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main([str(a) for a in argv])
-        except SystemExit as exc:  # argparse usage errors
-            rc = exc.code
-    return rc, out.getvalue(), err.getvalue()
-
-
-def tree_hashes(root: Path) -> dict:
-    """Every entry under ``root`` (symlinks not followed, special files not opened): path -> digest or kind."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in sorted(dirnames + filenames):
-            path = Path(dirpath, name)
-            rel = path.relative_to(root).as_posix()
-            st_ = os.lstat(path)
-            if stat.S_ISLNK(st_.st_mode):
-                out[rel] = "symlink:" + os.readlink(path)
-            elif stat.S_ISDIR(st_.st_mode):
-                out[rel] = "dir"
-            elif stat.S_ISREG(st_.st_mode):
-                if st_.st_mode & 0o444 == 0:
-                    out[rel] = f"unreadable:{st_.st_size}:{st_.st_mtime_ns}"
-                else:
-                    out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-            else:
-                out[rel] = f"special:{stat.S_IFMT(st_.st_mode)}"
-    return out
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-
-
-def check_error(err: str, run_dir: Path | None = None, where: str | None = None, rule=None) -> str:
-    """The stderr of a rejected input: one line, no traceback, names the location and the rule.
-
-    ``where`` is the location after the run directory (``results.jsonl:3``,
-    ``manifest.json#/plan/k``); ``rule`` a rule id, a list of acceptable ids, or None.
-    Returns the rule found.
-    """
-    assert "Traceback" not in err, err
-    assert err.endswith("\n"), repr(err)
-    lines = err.splitlines()
-    assert len(lines) == 1, f"expected one line on stderr, got {lines!r}"
-    line = lines[0]
-    assert line.startswith("capbench-nb: error: "), line
-    assert not _CONTROL.search(line), f"raw control or bidi character in {line!r}"
-    if run_dir is not None and where is not None:
-        assert f"{run_dir}/{where}: " in line, f"expected location {run_dir}/{where} in {line!r}"
-    found = re.search(r"\[rule: ([a-z0-9-]+)\]$", line)
-    assert found, f"no [rule: ...] at the end of {line!r}"
-    if rule is not None:
-        allowed = [rule] if isinstance(rule, str) else list(rule)
-        assert found.group(1) in allowed, f"rule {found.group(1)!r}, expected one of {allowed}: {line!r}"
-    return found.group(1)
+# --------------------------------------------------------------------------- helpers
 
 
 def error_line_number(err: str, path: Path) -> int | None:
@@ -152,30 +87,6 @@ def nonblank_lines(data: bytes) -> list[int]:
     if parts and parts[-1] == b"":
         parts.pop()
     return [i for i, raw in enumerate(parts, start=1) if raw.strip()]
-
-
-def read_doc(out_dir: Path) -> dict:
-    return json.loads((out_dir / "metrics.json").read_text(encoding="utf-8"))
-
-
-def comparable(doc: dict) -> dict:
-    """metrics.json without what legitimately differs between equivalent inputs: provenance and anomalies."""
-    doc = copy.deepcopy(doc)
-    for key in ("provenance", "anomalies", "anomaly_counts"):
-        doc.pop(key, None)
-    return doc
-
-
-def compact(obj) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def write(run: Path, manifest_doc: dict | bytes, results: bytes) -> Path:
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "manifest.json").write_bytes(
-        manifest_doc if isinstance(manifest_doc, bytes) else json.dumps(manifest_doc, indent=2).encode())
-    (run / "results.jsonl").write_bytes(results)
-    return run
 
 
 def run_metrics(run: Path, out: Path, *extra) -> tuple[int, str, str]:
@@ -834,7 +745,8 @@ def test_curves_over_many_tasks_and_a_large_k_equal_the_counts_j_by_j():
     import numpy as np
     import pandas as pd
 
-    from capbench_nb.metrics.rates import _Prepared, prefix_rates
+    from capbench_nb.metrics.curves import prefix_rates
+    from capbench_nb.metrics.prepare import Prepared as _Prepared
 
     rnd = random.Random(8)
     for trial in range(60):
@@ -933,14 +845,14 @@ def test_endless_file_is_refused_with_a_clear_message(tmp_path):
 
 def test_manifest_above_the_size_limit_is_refused(tmp_path, monkeypatch):
     """schema.MAX_MANIFEST_BYTES (64 MiB), patched small: a larger manifest is refused before it is parsed."""
-    import capbench_nb.records.loading
+    import capbench_nb.records.manifest
 
     run = _flip_run(tmp_path / "run")
     size = (run / "manifest.json").stat().st_size
-    monkeypatch.setattr(capbench_nb.records.loading, "MAX_MANIFEST_BYTES", size)
+    monkeypatch.setattr(capbench_nb.records.manifest, "MAX_MANIFEST_BYTES", size)
     rc, _, err = run_metrics(run, tmp_path / "out")
     assert rc == 0, err
-    monkeypatch.setattr(capbench_nb.records.loading, "MAX_MANIFEST_BYTES", size - 1)
+    monkeypatch.setattr(capbench_nb.records.manifest, "MAX_MANIFEST_BYTES", size - 1)
     for extra in ((), ("--allow-invalid",)):
         rc, _, err = run_metrics(run, tmp_path / "out", *extra)
         assert rc == 2

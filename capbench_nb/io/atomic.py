@@ -8,7 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["dumps", "write_atomic", "file_mode", "fsync_directory"]
+__all__ = [
+    "dumps", "write_atomic", "write_synced", "create_synced", "file_mode", "current_umask", "fsync_file", "fsync_directory",
+]
 
 
 def dumps(document: dict) -> str:
@@ -47,14 +49,44 @@ def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], 
     return path
 
 
+def write_synced(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` in place and fsync it: for a file in a
+    staging folder, which is published (renamed) as a whole afterwards."""
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def create_synced(path: str | os.PathLike, data: bytes) -> None:
+    """Create ``path`` (``FileExistsError`` when it exists) holding ``data``, fsynced, and make its
+    directory entry durable: a copy saved before the original is cut."""
+    with open(path, "xb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    fsync_directory(Path(path).parent)
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it, then restoring it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def file_mode(path: Path) -> int:
     """The mode of the file being replaced, or what ``open()`` gives a new file under the umask."""
     try:
         return path.stat().st_mode & 0o7777
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~current_umask()
+
+
+def fsync_file(path: str | os.PathLike) -> None:
+    """Make a file's content durable (it was written by someone else, or copied)."""
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
 
 
 def fsync_directory(directory: Path) -> None:

@@ -1,9 +1,12 @@
-"""The one strict JSON parser of the toolkit, and the descriptions its errors use.
+"""The one strict JSON parser of the toolkit, its one error mapping, and the descriptions its errors use.
 
 Every input file (manifest.json, results.jsonl lines, artifacts, imported logs, a metrics.json
-to verify) is parsed by :func:`parse_strict` or checked with the helpers here, so that a NaN
-token, an over-long integer literal or a lone surrogate gets the same rule and message wherever
-it appears.
+to verify) is parsed by :func:`parse_strict` or :func:`parse_document`, or checked with the
+helpers here, so that a NaN token, an over-long integer literal or a lone surrogate gets the same
+rule and message wherever it appears.  :func:`json_reason` is the one place where a failed parse
+becomes a rule and a message, and :func:`json_error` (on it) the one where it becomes an
+:class:`~capbench_nb.errors.InvalidRunError`; each caller keeps its own wording of the message
+through a :class:`JsonMessages` (its error lines are pinned by tests).
 """
 
 from __future__ import annotations
@@ -11,19 +14,21 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import dataclass
 from typing import Any
 
-from capbench_nb.errors import Violation
+from capbench_nb.errors import InvalidRunError, Violation
 from capbench_nb.io.pointer import escape_token
 
 __all__ = [
     "parse_strict", "reject_constant", "max_int_digits", "locate_refused_token", "find_surrogate",
     "surrogate_message", "ascii_escaped", "SURROGATE", "SURROGATE_ESCAPE", "size_text", "is_int",
-    "is_number", "short", "json_type_name",
+    "is_number", "short", "json_type_name", "JsonMessages", "json_reason", "json_error", "parse_document",
 ]
 
 
 def reject_constant(name: str):
+    """``parse_constant`` of the strict parser: a NaN or Infinity token is a ``json-nan`` violation."""
     raise Violation("json-nan", f"JSON {name} is not a number the run format accepts")
 
 
@@ -166,3 +171,180 @@ def json_type_name(v: Any) -> str:
     if isinstance(v, list):
         return "an array"
     return "an object"
+
+
+# --------------------------------------------------------------------------- the one error mapping
+
+
+@dataclass(frozen=True)
+class JsonMessages:
+    """How one kind of input words the failures of its JSON (templates for :func:`json_error`).
+
+    Each template is a ``str.format`` string over ``msg``, ``lineno``, ``colno`` (of the syntax
+    error), ``start`` (the first byte that is not UTF-8), ``digits`` (Python's limit on the digits
+    of an integer literal, or ``the allowed``), ``exc`` (the exception) and ``file`` (the file).
+
+    Attributes
+    ----------
+    syntax : str
+        A JSON syntax error.
+    nested : str
+        Nesting deeper than Python's recursion limit.
+    too_long : str
+        An integer literal longer than Python converts (4300 digits by default).
+    utf8 : str
+        Bytes that are not UTF-8.
+    syntax_line : bool
+        Whether a syntax error's line goes into :attr:`InvalidRunError.line` (when the message
+        does not say it).
+    utf8_line : bool
+        Whether the line of the first byte that is not UTF-8 goes into :attr:`InvalidRunError.line`.
+    utf8_rule, too_long_rule : str or None
+        The rule ids of those two failures; None: the caller's rule.
+    """
+
+    syntax: str = "not valid JSON: {msg} (column {colno})"
+    nested: str = "JSON nested too deeply"
+    too_long: str = "an integer literal too long to read (more than {digits} digits)"
+    utf8: str = "not valid UTF-8 at byte {start}"
+    syntax_line: bool = True
+    utf8_line: bool = False
+    utf8_rule: str | None = None
+    too_long_rule: str | None = "number-too-large"
+
+
+#: The wording of every input file without one of its own (artifacts, tool and price configurations).
+DEFAULT_MESSAGES = JsonMessages()
+
+
+def json_reason(
+    exc: BaseException,
+    *,
+    file: str = "",
+    rule: str = "json",
+    messages: JsonMessages = DEFAULT_MESSAGES,
+    what: str = "",
+) -> tuple[str, str]:
+    """The rule id and message of a failed JSON parse, for a reader that knows no location yet
+    (it raises :class:`~capbench_nb.errors.Violation` with them) or words its own error.
+
+    Parameters
+    ----------
+    exc : BaseException
+        What decoding or parsing raised: ``UnicodeDecodeError``, ``json.JSONDecodeError``,
+        ``RecursionError``, :class:`~capbench_nb.errors.Violation` (the strict parser: its own rule
+        and reason) or ``ValueError`` (an integer literal over Python's digit limit).
+    file : str, optional
+        The file, for templates that name it (``{file}``).
+    rule, messages, what
+        As :func:`json_error`.
+
+    Returns
+    -------
+    (rule, message) : tuple of str
+    """
+    prefix = f"{what}: " if what else ""
+    if isinstance(exc, Violation):
+        return exc.rule, prefix + exc.reason
+    fields = {"msg": "", "lineno": None, "colno": None, "start": None, "exc": exc, "file": file,
+              "digits": max_int_digits() or "the allowed"}
+    if isinstance(exc, UnicodeDecodeError):
+        fields["start"] = exc.start
+        template, rule = messages.utf8, messages.utf8_rule or rule
+    elif isinstance(exc, json.JSONDecodeError):
+        fields.update(msg=exc.msg, lineno=exc.lineno, colno=exc.colno)
+        template = messages.syntax
+    elif isinstance(exc, RecursionError):
+        template = messages.nested
+    elif isinstance(exc, ValueError):  # "Exceeds the limit (4300 digits) for integer string conversion"
+        template, rule = messages.too_long, messages.too_long_rule or rule
+    else:
+        raise TypeError(f"not a JSON parse error: {exc!r}") from exc
+    return rule, prefix + template.format(**fields)
+
+
+def json_error(
+    exc: BaseException,
+    *,
+    file: str,
+    rule: str = "json",
+    messages: JsonMessages = DEFAULT_MESSAGES,
+    what: str = "",
+    line: int | None = None,
+    text: str | None = None,
+) -> InvalidRunError:
+    """The :class:`~capbench_nb.errors.InvalidRunError` of a failed JSON parse (raise it ``from None``).
+
+    Parameters
+    ----------
+    exc : BaseException
+        As :func:`json_reason`.
+    file : str
+        The file, as the user named it.
+    rule : str, default ``"json"``
+        The rule id of a syntax error and of deep nesting (and, unless ``messages`` names others,
+        of the other failures).
+    messages : JsonMessages
+        The wording.
+    what : str, optional
+        Prefixed to the message as ``"WHAT: "`` (e.g. the member of an archive).
+    line : int, optional
+        The line of ``file`` the document starts on (one line of a JSON-lines file): every error
+        then names a line, a syntax error the line it is on.
+    text : str, optional
+        The parsed text: with it, a ``Violation`` names the JSON pointer of the refused token.
+
+    Returns
+    -------
+    InvalidRunError
+    """
+    rule, message = json_reason(exc, file=file, rule=rule, messages=messages, what=what)
+    pointer = None
+    if isinstance(exc, Violation):
+        if text is not None:
+            found = locate_refused_token(text)
+            pointer = found[0] if found is not None else None
+    elif isinstance(exc, UnicodeDecodeError):
+        if messages.utf8_line:
+            lineno = exc.object.count(b"\n", 0, exc.start) + 1
+            line = lineno if line is None else line + lineno - 1
+    elif isinstance(exc, json.JSONDecodeError):
+        if messages.syntax_line:
+            line = exc.lineno if line is None else line + exc.lineno - 1
+    return InvalidRunError(file, rule, message, line=line, pointer=pointer)
+
+
+def parse_document(
+    data: bytes | str,
+    *,
+    file: str,
+    rule: str = "json",
+    messages: JsonMessages = DEFAULT_MESSAGES,
+    what: str = "",
+    line: int | None = None,
+    strict: bool = False,
+    encoding: str = "utf-8",
+) -> Any:
+    """One JSON document, decoded and parsed; any failure an ``InvalidRunError`` (:func:`json_error`).
+
+    Parameters
+    ----------
+    data : bytes or str
+        The document; bytes are decoded with ``encoding`` first (``"utf-8-sig"`` accepts a BOM).
+    file, rule, messages, what, line
+        As :func:`json_error`.
+    strict : bool, default False
+        Parse with :func:`parse_strict` (NaN and Infinity tokens refused, ``json-nan``) instead of
+        the standard library's lenient reading, which accepts them.
+    encoding : str, default ``"utf-8"``
+
+    Raises
+    ------
+    InvalidRunError
+    """
+    text = None
+    try:
+        text = data.decode(encoding) if isinstance(data, (bytes, bytearray)) else data
+        return parse_strict(text) if strict else json.loads(text)
+    except (ValueError, RecursionError, Violation) as exc:
+        raise json_error(exc, file=file, rule=rule, messages=messages, what=what, line=line, text=text) from None

@@ -2,9 +2,8 @@
 
 :func:`compare_runs` turns two loaded runs into the comparison.json document
 (schema ``capbench.comparison/1``); :func:`write_comparison` writes it with
-``comparison.md`` beside it; :func:`comparison_markdown` is the Markdown.  The
-``*_frame`` and :func:`plot_differences` helpers are the displays of the
-comparison notebook (``notebooks/compare_runs.ipynb``).
+``comparison.md`` beside it (:mod:`capbench_nb.outputs.comparison`, which also holds
+the displays of the comparison notebook, ``notebooks/compare_runs.ipynb``).
 
 Compatibility
 -------------
@@ -56,8 +55,8 @@ is k-eligible in both runs (attempts 1..k present and eligible) for the paired
 k = min(k_A, k_B).  Over the paired tasks, the 2x2 table ``both``, ``a_only``
 (A succeeded, B failed), ``b_only`` and ``neither`` gives the difference
 B minus A, ``(b_only - a_only) / n_pairs``, Newcombe's (1998) hybrid score
-interval (method 10, :func:`~capbench_nb.stats.paired_difference_interval`) and
-the exact McNemar test (:func:`~capbench_nb.stats.mcnemar_exact`).  With no
+interval (method 10, :func:`~capbench_nb.metrics.stats.paired_difference_interval`) and
+the exact McNemar test (:func:`~capbench_nb.metrics.stats.mcnemar_exact`).  With no
 paired task, difference, interval and p-value are null; with paired tasks but
 no discordant one, the p-value is 1.
 
@@ -81,49 +80,32 @@ clock, no paths; the same inputs give byte-identical comparison.json.
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from capbench_nb._version import __version__
-from capbench_nb.records.derivation import _judge_enabled
 from capbench_nb.io.pointer import EvidenceError
-from capbench_nb.records.evidence import EvidenceResolver
-from capbench_nb.io.atomic import dumps, write_atomic
-from capbench_nb.records.loading import MANIFEST, RESULTS, Run
-from capbench_nb.metrics.rates import _bool, _prefix_table, counted_attempts
-from capbench_nb.outputs.reporting import md_escape  # one escaping rule for every Markdown output
+from capbench_nb.metrics.prepare import as_bool, counted_attempts, prefix_outcomes
 from capbench_nb.metrics.stats import mcnemar_exact, paired_difference_interval
+from capbench_nb.records.evidence import EvidenceResolver
+from capbench_nb.records.outcome import judge_enabled
+from capbench_nb.records.run import MANIFEST, RESULTS, Run
 
 __all__ = [
     "COMPARISON_SCHEMA_VERSION",
-    "COMPARISON_FILE",
-    "COMPARISON_MARKDOWN",
     "WARNING_CODES",
     "PAIRED_METRICS",
     "TELEMETRY_DELTA_FIELDS",
+    "INTERVAL_METHOD",
     "compare_runs",
     "compatibility_warnings",
     "paired_outcomes",
-    "comparison_markdown",
-    "write_comparison",
-    "md_escape",
-    "compatibility_summary",
-    "warnings_frame",
-    "paired_frame",
-    "flips_frame",
-    "telemetry_frame",
-    "plot_differences",
-    "figure_image",
 ]
 
 COMPARISON_SCHEMA_VERSION = "capbench.comparison/1"
-COMPARISON_FILE = "comparison.json"
-COMPARISON_MARKDOWN = "comparison.md"
 
 #: Warning codes, in the order they are reported.
 WARNING_CODES = (
@@ -201,7 +183,7 @@ def _identity(run: Run) -> dict:
 def _evaluated_tasks(run: Run) -> set:
     """Tasks with at least one eligible (hence evaluated) counted attempt."""
     a = counted_attempts(run.records, plan=run.plan)
-    return set(a["task_id"].astype(object).to_numpy()[_bool(a["agent_eligible"])])
+    return set(a["task_id"].astype(object).to_numpy()[as_bool(a["agent_eligible"])])
 
 
 def _evaluation_contracts(run: Run, tasks: list[str]) -> dict[str, tuple[tuple[str, ...], bool]]:
@@ -210,7 +192,7 @@ def _evaluation_contracts(run: Run, tasks: list[str]) -> dict[str, tuple[tuple[s
     Tasks without an eligible attempt that has a readable ``attempt.json#/evaluation`` are absent.
     """
     a = counted_attempts(run.records, plan=run.plan)
-    eligible = _bool(a["agent_eligible"])
+    eligible = as_bool(a["agent_eligible"])
     frame = pd.DataFrame({
         "task_id": a["task_id"].astype(object).to_numpy(),
         "attempt": a["attempt"].to_numpy(dtype="int64"),
@@ -234,26 +216,30 @@ def _evaluation_contracts(run: Run, tasks: list[str]) -> dict[str, tuple[tuple[s
         if not isinstance(hard, list):
             continue
         names = tuple(sorted(str(item.get("name")) if isinstance(item, dict) else str(item) for item in hard))
-        out[task_id] = (names, bool(_judge_enabled(evaluation, judge_default)))
+        out[task_id] = (names, bool(judge_enabled(evaluation, judge_default)))
     return out
 
 
-def _compatibility(run_a: Run, run_b: Run) -> tuple[list[dict], list[dict]]:
-    """(warnings, unchecked) for two runs; see the module docstring for the codes."""
-    warnings: list[dict] = []
-    unchecked: list[dict] = []
+def _warning(code: str, message: str, **details: Any) -> dict:
+    return {"code": code, "message": message, "details": details}
 
-    def warn(code: str, message: str, **details: Any) -> None:
-        warnings.append({"code": code, "message": message, "details": details})
 
+def _differing(config_a: dict, config_b: dict, keys: list[str]) -> str:
+    """``"key": A value in A, B value in B`` for each key, joined by semicolons."""
+    return "; ".join(f"{_show(key)}: {_show(config_a.get(key))} in A, {_show(config_b.get(key))} in B" for key in keys)
+
+
+def _identity_warnings(run_a: Run, run_b: Run) -> list[dict]:
+    """The ``suite``, ``suite_version``, ``task_set`` and ``k`` warnings."""
+    out = []
     suite_a, suite_b = _suite(run_a), _suite(run_b)
     if suite_a["name"] != suite_b["name"]:
-        warn("suite", f"different suites: A runs {_show(suite_a['name'])}, B runs {_show(suite_b['name'])}",
-             a=suite_a["name"], b=suite_b["name"])
+        out.append(_warning("suite", f"different suites: A runs {_show(suite_a['name'])}, B runs {_show(suite_b['name'])}",
+                            a=suite_a["name"], b=suite_b["name"]))
     if suite_a["version"] != suite_b["version"]:
-        warn("suite_version", f"different suite versions: A has {_show(suite_a['version'])}, "
-             f"B has {_show(suite_b['version'])}; tasks with the same id may not be the same task",
-             a=suite_a["version"], b=suite_b["version"])
+        out.append(_warning("suite_version", f"different suite versions: A has {_show(suite_a['version'])}, "
+                            f"B has {_show(suite_b['version'])}; tasks with the same id may not be the same task",
+                            a=suite_a["version"], b=suite_b["version"]))
 
     ids_a, ids_b = _plan_ids(run_a), _plan_ids(run_b)
     set_a, set_b = set(ids_a), set(ids_b)
@@ -261,72 +247,98 @@ def _compatibility(run_a: Run, run_b: Run) -> tuple[list[dict], list[dict]]:
     only_a = [t for t in ids_a if t not in set_b]
     only_b = [t for t in ids_b if t not in set_a]
     if only_a or only_b:
-        warn("task_set", f"different task sets: A plans {len(ids_a)} tasks, B plans {len(ids_b)}, "
-             f"{len(common)} in common ({len(only_a)} only in A, {len(only_b)} only in B); "
-             f"only the {len(common)} common tasks are paired",
-             a=len(ids_a), b=len(ids_b), common=len(common), only_in_a=len(only_a), only_in_b=len(only_b))
+        out.append(_warning("task_set", f"different task sets: A plans {len(ids_a)} tasks, B plans {len(ids_b)}, "
+                            f"{len(common)} in common ({len(only_a)} only in A, {len(only_b)} only in B); "
+                            f"only the {len(common)} common tasks are paired",
+                            a=len(ids_a), b=len(ids_b), common=len(common), only_in_a=len(only_a),
+                            only_in_b=len(only_b)))
 
     k_a, k_b = int(run_a.k), int(run_b.k)
     if k_a != k_b:
-        warn("k", f"different k: A has k = {k_a}, B has k = {k_b}; pass@k and pass^k are compared at "
-             f"k = {min(k_a, k_b)}, the smaller (attempts 1..{min(k_a, k_b)} of each task in both runs)",
-             a=k_a, b=k_b, paired=min(k_a, k_b))
+        out.append(_warning("k", f"different k: A has k = {k_a}, B has k = {k_b}; pass@k and pass^k are compared at "
+                            f"k = {min(k_a, k_b)}, the smaller (attempts 1..{min(k_a, k_b)} of each task in both runs)",
+                            a=k_a, b=k_b, paired=min(k_a, k_b)))
+    return out
 
+
+def _judge_warnings(config_a: dict, config_b: dict, judge_differs: list[str]) -> list[dict]:
+    """The ``judge`` warning: declared judge modes differ, or the judge as enabled on common tasks."""
+    judge_a, judge_b = config_a.get("judge"), config_b.get("judge")
+    if judge_a == judge_b and not judge_differs:
+        return []
+    parts = []
+    if judge_a != judge_b:
+        parts.append(f"config.judge is {_show(judge_a)} in A and {_show(judge_b)} in B"
+                     + (" (false: a --no-judge run, where success is the hard assertions alone)"
+                        if False in (judge_a, judge_b) else ""))
+    if judge_differs:
+        parts.append(f"the judge was enabled in one run and not the other on {len(judge_differs)} "
+                     f"common task(s) (attempt.json evaluation.judge_enabled): {_listing(judge_differs)}")
+    return [_warning("judge", "different judge mode: " + "; ".join(parts), a=judge_a, b=judge_b, tasks=judge_differs)]
+
+
+def _configuration_warnings(run_a: Run, run_b: Run, config_a: dict, config_b: dict, other: list[str]) -> list[dict]:
+    """The ``model``, ``config`` and ``toolkit_version`` warnings."""
+    out = []
+    if config_a.get("model") != config_b.get("model"):
+        out.append(_warning("model", f"different models: A used {_show(config_a.get('model'))}, "
+                            f"B used {_show(config_b.get('model'))}", a=config_a.get("model"), b=config_b.get("model")))
+    if other:
+        out.append(_warning("config", "other configuration differs: " + _differing(config_a, config_b, other),
+                            keys=other, a={key: config_a.get(key) for key in other},
+                            b={key: config_b.get(key) for key in other}))
+    runner_a, runner_b = _runner(run_a), _runner(run_b)
+    if runner_a != runner_b:
+        def label(runner: dict | None) -> str:
+            return "no runner named" if runner is None else f"{_show(runner.get('name'))} version {_show(runner.get('version'))}"
+
+        out.append(_warning("toolkit_version", f"different toolkits produced the runs: A by {label(runner_a)}, "
+                            f"B by {label(runner_b)}", a=runner_a, b=runner_b))
+    return out
+
+
+def _contract_warnings(config_a: dict, config_b: dict, hard_differs: list[str], contracts_a: dict, contracts_b: dict,
+                       evaluation_keys: list[str]) -> list[dict]:
+    """The ``evaluation_contract`` warning: hard assertions differ on common tasks, or evaluation settings differ."""
+    if not (hard_differs or evaluation_keys):
+        return []
+    parts = []
+    if hard_differs:
+        t = hard_differs[0]
+        parts.append(f"the hard assertions differ on {len(hard_differs)} common task(s): {_listing(hard_differs)} "
+                     f"(e.g. {_show(t)}: A checks {_show(list(contracts_a[t][0]))}, B checks {_show(list(contracts_b[t][0]))})")
+    if evaluation_keys:
+        parts.append("evaluation settings differ: " + _differing(config_a, config_b, evaluation_keys))
+    return [_warning("evaluation_contract", "different evaluation contract (what success means): " + "; ".join(parts),
+                     tasks=hard_differs, keys=evaluation_keys,
+                     a={key: config_a.get(key) for key in evaluation_keys},
+                     b={key: config_b.get(key) for key in evaluation_keys})]
+
+
+def _compatibility(run_a: Run, run_b: Run) -> tuple[list[dict], list[dict]]:
+    """(warnings, unchecked) for two runs; see the module docstring for the codes (in that order)."""
+    ids_b = set(_plan_ids(run_b))
+    common = [t for t in _plan_ids(run_a) if t in ids_b]
     config_a, config_b = _config(run_a), _config(run_b)
     evaluated_a, evaluated_b = _evaluated_tasks(run_a), _evaluated_tasks(run_b)
     evaluated = [t for t in common if t in evaluated_a and t in evaluated_b]
     contracts_a = _evaluation_contracts(run_a, evaluated)
     contracts_b = _evaluation_contracts(run_b, evaluated)
     both_known = [t for t in evaluated if t in contracts_a and t in contracts_b]
-
-    judge_a, judge_b = config_a.get("judge"), config_b.get("judge")
     judge_differs = [t for t in both_known if contracts_a[t][1] != contracts_b[t][1]]
-    if judge_a != judge_b or judge_differs:
-        parts = []
-        if judge_a != judge_b:
-            parts.append(f"config.judge is {_show(judge_a)} in A and {_show(judge_b)} in B"
-                         + (" (false: a --no-judge run, where success is the hard assertions alone)"
-                            if False in (judge_a, judge_b) else ""))
-        if judge_differs:
-            parts.append(f"the judge was enabled in one run and not the other on {len(judge_differs)} "
-                         f"common task(s) (attempt.json evaluation.judge_enabled): {_listing(judge_differs)}")
-        warn("judge", "different judge mode: " + "; ".join(parts), a=judge_a, b=judge_b, tasks=judge_differs)
-
-    if config_a.get("model") != config_b.get("model"):
-        warn("model", f"different models: A used {_show(config_a.get('model'))}, B used {_show(config_b.get('model'))}",
-             a=config_a.get("model"), b=config_b.get("model"))
+    hard_differs = [t for t in both_known if contracts_a[t][0] != contracts_b[t][0]]
 
     keys = sorted((set(config_a) | set(config_b)) - {"model", "judge"})
     differing = [key for key in keys if config_a.get(key, None) != config_b.get(key, None) or (key in config_a) != (key in config_b)]
     other = [key for key in differing if not _EVAL_KEY.search(key)]
     evaluation_keys = [key for key in differing if _EVAL_KEY.search(key)]
-    if other:
-        warn("config", "other configuration differs: " + "; ".join(
-            f"{_show(key)}: {_show(config_a.get(key))} in A, {_show(config_b.get(key))} in B" for key in other),
-            keys=other, a={key: config_a.get(key) for key in other}, b={key: config_b.get(key) for key in other})
 
-    runner_a, runner_b = _runner(run_a), _runner(run_b)
-    if runner_a != runner_b:
-        def label(runner: dict | None) -> str:
-            return "no runner named" if runner is None else f"{_show(runner.get('name'))} version {_show(runner.get('version'))}"
+    warnings = (_identity_warnings(run_a, run_b)
+                + _judge_warnings(config_a, config_b, judge_differs)
+                + _configuration_warnings(run_a, run_b, config_a, config_b, other)
+                + _contract_warnings(config_a, config_b, hard_differs, contracts_a, contracts_b, evaluation_keys))
 
-        warn("toolkit_version", f"different toolkits produced the runs: A by {label(runner_a)}, B by {label(runner_b)}",
-             a=runner_a, b=runner_b)
-
-    hard_differs = [t for t in both_known if contracts_a[t][0] != contracts_b[t][0]]
-    if hard_differs or evaluation_keys:
-        parts = []
-        if hard_differs:
-            t = hard_differs[0]
-            parts.append(f"the hard assertions differ on {len(hard_differs)} common task(s): {_listing(hard_differs)} "
-                         f"(e.g. {_show(t)}: A checks {_show(list(contracts_a[t][0]))}, B checks {_show(list(contracts_b[t][0]))})")
-        if evaluation_keys:
-            parts.append("evaluation settings differ: " + "; ".join(
-                f"{_show(key)}: {_show(config_a.get(key))} in A, {_show(config_b.get(key))} in B" for key in evaluation_keys))
-        warn("evaluation_contract", "different evaluation contract (what success means): " + "; ".join(parts),
-             tasks=hard_differs, keys=evaluation_keys,
-             a={key: config_a.get(key) for key in evaluation_keys}, b={key: config_b.get(key) for key in evaluation_keys})
-
+    unchecked: list[dict] = []
     if len(both_known) < len(evaluated):
         missing = len(evaluated) - len(both_known)
         unchecked.append({
@@ -336,7 +348,7 @@ def _compatibility(run_a: Run, run_b: Run) -> tuple[list[dict], list[dict]]:
                       "evaluated attempt (artifact_dir null or artifacts missing) in one run or both",
             "tasks_checked": len(both_known),
         })
-    if suite_a["name"] is None and suite_b["name"] is None:
+    if _suite(run_a)["name"] is None and _suite(run_b)["name"] is None:
         unchecked.append({"code": "suite", "reason": "neither manifest names its suite", "tasks_checked": None})
     return warnings, unchecked
 
@@ -351,14 +363,6 @@ def compatibility_warnings(run_a: Run, run_b: Run) -> list[dict]:
 
 
 # =========================================================================== paired analysis
-
-
-def _outcomes(records: pd.DataFrame, plan: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Per task that is k-eligible: ``any`` and ``all`` success among attempts 1..k."""
-    table = _prefix_table(records, plan, k)
-    eligible = table[table["size"] == k]
-    return pd.DataFrame({"any": (eligible["sum"] > 0).to_numpy(), "all": (eligible["sum"] == k).to_numpy()},
-                        index=pd.Index(eligible.index.astype(object)))
 
 
 def paired_outcomes(records_a: pd.DataFrame, plan_a: pd.DataFrame, records_b: pd.DataFrame, plan_b: pd.DataFrame,
@@ -388,7 +392,7 @@ def paired_outcomes(records_a: pd.DataFrame, plan_a: pd.DataFrame, records_b: pd
         raise ValueError(f"metric must be one of {', '.join(PAIRED_METRICS)}, got {metric!r}")
     k = 1 if metric == "pass@1" else int(k)
     column = "all" if metric == "pass^k" else "any"
-    out_a, out_b = _outcomes(records_a, plan_a, k), _outcomes(records_b, plan_b, k)
+    out_a, out_b = prefix_outcomes(records_a, plan=plan_a, k=k), prefix_outcomes(records_b, plan=plan_b, k=k)
     in_b = set(plan_b["task_id"].astype(object))
     tasks = [t for t in plan_a["task_id"].astype(object) if t in in_b and t in out_a.index and t in out_b.index]
     a = out_a[column].reindex(tasks).to_numpy(dtype=bool)
@@ -438,7 +442,7 @@ def _paired(run_a: Run, run_b: Run, k_paired: int, confidence: float) -> tuple[d
 
 def _eligible_values(run: Run, field: str) -> pd.DataFrame:
     a = counted_attempts(run.records, plan=run.plan)
-    eligible = _bool(a["agent_eligible"])
+    eligible = as_bool(a["agent_eligible"])
     return pd.DataFrame({
         "task_id": a["task_id"].astype(object).to_numpy()[eligible],
         "attempt": a["attempt"].to_numpy(dtype="int64")[eligible],
@@ -570,232 +574,3 @@ def compare_runs(run_a: Run, run_b: Run, *, seed: int = 0, n_boot: int = 2000, c
                         "allow_invalid": {"a": not run_a.strict, "b": not run_b.strict}},
         },
     }
-
-
-# =========================================================================== Markdown
-
-
-def _label(name: str, k: int) -> str:
-    """``pass@k`` and ``pass^k`` with the paired k written out (``pass^3``; ``pass@k (k=1)`` beside pass@1)."""
-    if name == "pass@1":
-        return name
-    return f"{name} (k=1)" if k == 1 else name[:-1] + str(k)
-
-
-def _pct(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{100 * value:.{digits}f}%"
-
-
-def _signed_pct(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{100 * value:+.{digits}f} pp"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return "< 0.0001" if value < 1e-4 else f"{value:.4f}"
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:,.0f}"
-
-
-def comparison_markdown(doc: dict, *, max_flips: int = 50) -> str:
-    """comparison.md: a concise Markdown rendering of the comparison document.
-
-    Every run-supplied string (run ids, suites, models, task ids, warning
-    messages) goes through :func:`md_escape`.  Flip lists name at most
-    ``max_flips`` tasks each and say how many more there are.
-    """
-    a, b = doc["run_a"], doc["run_b"]
-
-    def run_line(label: str, run: dict) -> str:
-        suite = run["suite"] or {}
-        config = run["config"] or {}
-        judge = {True: "on", False: "off (--no-judge)", None: "n/a"}[run["judge"]]
-        return (f"| {label} | {md_escape(run['run_id'])} | {md_escape(suite.get('name'))} "
-                f"{md_escape(suite.get('version'))} | {md_escape(config.get('model'))} | "
-                f"{judge} | {run['k']} | {run['tasks_planned']} |")
-
-    lines = [
-        f"# Comparison: {md_escape(b['run_id'])} (B) against {md_escape(a['run_id'])} (A)",
-        "",
-        "Differences are B minus A, on the tasks both runs have eligible (paired).",
-        "",
-        "| run | run_id | suite | model | judge | k | planned tasks |",
-        "|---|---|---|---|---|---|---|",
-        run_line("A", a),
-        run_line("B", b),
-        "",
-        "## Compatibility",
-        "",
-    ]
-    warnings = doc["compatibility"]["warnings"]
-    if warnings:
-        lines += [f"- **{md_escape(w['code'])}**: {md_escape(w['message'])}" for w in warnings]
-    else:
-        lines.append("No compatibility warning.")
-    for item in doc["compatibility"]["unchecked"]:
-        lines.append(f"- not checked, {md_escape(item['code'])}: {md_escape(item['reason'])}")
-    k = doc["k"]
-    lines += [
-        "",
-        f"## Paired analysis (k: A {k['a']}, B {k['b']}, compared at {k['paired']})",
-        "",
-        "| metric | pairs | both | A only | B only | neither | A | B | B - A | 95% interval | McNemar p |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    level = doc["provenance"]["options"]["confidence"]
-    if level != 0.95:
-        lines[-2] = lines[-2].replace("95% interval", f"{100 * level:g}% interval")
-    for name, e in doc["paired"].items():
-        label = _label(name, e["k"])
-        interval = "n/a" if e["ci_low"] is None else f"{_signed_pct(e['ci_low'])} to {_signed_pct(e['ci_high'])}"
-        lines.append(f"| {md_escape(label)} | {e['n_pairs']} | {e['both']} | {e['a_only']} | {e['b_only']} | "
-                     f"{e['neither']} | {_pct(e['a_value'])} | {_pct(e['b_value'])} | {_signed_pct(e['difference'])} | "
-                     f"{interval} | {_p(e['mcnemar_p'])} |")
-    lines += ["", f"Interval: {doc['methods']['interval']}. Test: {doc['methods']['test']}.", "", "## Flips", ""]
-    for name, f in doc["flips"].items():
-        for side, text in (("a_only", "A succeeded, B failed"), ("b_only", "B succeeded, A failed")):
-            ids = f[side]
-            shown = ", ".join(md_escape(t) for t in ids[:max_flips])
-            more = f" and {len(ids) - max_flips} more" if len(ids) > max_flips else ""
-            lines.append(f"- {_label(name, doc['paired'][name]['k'])}, {text} ({len(ids)}): {shown + more if ids else 'none'}")
-    lines += [
-        "",
-        "## Telemetry (paired eligible attempts)",
-        "",
-        "| field | pairs | tasks | median A | median B | B - A | 95% bootstrap interval |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    if level != 0.95:
-        lines[-2] = lines[-2].replace("95% bootstrap", f"{100 * level:g}% bootstrap")
-    for field, t in doc["telemetry"].items():
-        interval = "n/a" if t["ci_low"] is None else f"{t['ci_low']:+,.0f} to {t['ci_high']:+,.0f}"
-        diff = "n/a" if t["difference"] is None else f"{t['difference']:+,.0f}"
-        lines.append(f"| {field} | {t['n_pairs']} | {t['n_tasks']} | {_num(t['a_median'])} | {_num(t['b_median'])} | "
-                     f"{diff} | {interval} |")
-    lines += ["", f"Telemetry: {doc['methods']['telemetry']}; n_boot = {doc['provenance']['options']['n_boot']}, "
-              f"seed = {doc['provenance']['options']['seed']}.", ""]
-    return "\n".join(lines)
-
-
-def write_comparison(doc: dict, out_dir: str | os.PathLike) -> tuple[Path, Path]:
-    """Write ``comparison.json`` (canonical JSON, :func:`~capbench_nb.export.dumps`) and ``comparison.md``.
-
-    Both atomically (:func:`~capbench_nb.export.write_atomic`); ``out_dir`` is
-    created when missing.  Returns the two paths.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = write_atomic(out / COMPARISON_FILE, dumps(doc))
-    md_path = write_atomic(out / COMPARISON_MARKDOWN, comparison_markdown(doc))
-    return json_path, md_path
-
-
-# =========================================================================== notebook displays
-
-
-def compatibility_summary(doc: dict, *, strict: bool = False) -> str:
-    """One Markdown paragraph on the compatibility of the two runs (for the notebook).
-
-    With ``strict``, warnings are called failures: ``capbench-nb compare
-    --strict`` exits non-zero on any of them.
-    """
-    warnings = doc["compatibility"]["warnings"]
-    unchecked = doc["compatibility"]["unchecked"]
-    if not warnings:
-        text = "**No compatibility warning**: suite, task set, k, judge, model, configuration, toolkit and " \
-               "evaluation contract agree as far as the manifests and artifacts show."
-    else:
-        codes = ", ".join(f"`{md_escape(w['code'])}`" for w in warnings)
-        text = f"**{len(warnings)} compatibility warning{'s' if len(warnings) != 1 else ''}** ({codes}): read the " \
-               "paired numbers below with them in mind."
-        if strict:
-            text += " **Strict mode**: these warnings make the comparison fail (non-zero exit)."
-    if unchecked:
-        text += " Not checked: " + "; ".join(f"{md_escape(u['code'])} ({md_escape(u['reason'])})" for u in unchecked) + "."
-    return text
-
-
-def warnings_frame(doc: dict) -> pd.DataFrame:
-    """The compatibility warnings (``code``, ``message``) and unchecked items (code ``not checked: ...``)."""
-    rows = [{"code": w["code"], "message": w["message"]} for w in doc["compatibility"]["warnings"]]
-    rows += [{"code": f"not checked: {u['code']}", "message": u["reason"]} for u in doc["compatibility"]["unchecked"]]
-    return pd.DataFrame(rows, columns=["code", "message"])
-
-
-def paired_frame(doc: dict) -> pd.DataFrame:
-    """One row per paired metric: the 2x2 table, both rates, B minus A, its interval and McNemar's p."""
-    columns = ["metric", "k", "n_pairs", "both", "a_only", "b_only", "neither", "a_value", "b_value",
-               "difference", "ci_low", "ci_high", "mcnemar_p"]
-    rows = [{"metric": name, **{c: e[c] for c in columns[1:]}} for name, e in doc["paired"].items()]
-    frame = pd.DataFrame(rows, columns=columns)
-    for c in ("a_value", "b_value", "difference", "ci_low", "ci_high", "mcnemar_p"):
-        frame[c] = pd.array([None if v is None else float(v) for v in frame[c]], dtype="Float64")
-    return frame
-
-
-def flips_frame(doc: dict) -> pd.DataFrame:
-    """One row per flipped task and metric: ``metric``, ``task_id``, ``flip`` (``A only`` or ``B only``)."""
-    rows = []
-    for name, f in doc["flips"].items():
-        rows += [{"metric": name, "task_id": t, "flip": "A only"} for t in f["a_only"]]
-        rows += [{"metric": name, "task_id": t, "flip": "B only"} for t in f["b_only"]]
-    return pd.DataFrame(rows, columns=["metric", "task_id", "flip"])
-
-
-def telemetry_frame(doc: dict) -> pd.DataFrame:
-    """One row per telemetry field: pairs, tasks, both medians, B minus A and its bootstrap interval."""
-    columns = ["field", "n_pairs", "n_tasks", "a_median", "b_median", "difference", "ci_low", "ci_high"]
-    rows = [{"field": name, **{c: t[c] for c in columns[1:]}} for name, t in doc["telemetry"].items()]
-    frame = pd.DataFrame(rows, columns=columns)
-    for c in columns[3:]:
-        frame[c] = pd.array([None if v is None else float(v) for v in frame[c]], dtype="Float64")
-    return frame
-
-
-def plot_differences(doc: dict, ax: Any = None) -> Any:
-    """Dot-and-whisker chart of B minus A per paired metric with its interval; returns the matplotlib Figure.
-
-    Built on :class:`matplotlib.figure.Figure` (no pyplot state) unless ``ax`` is given.
-    """
-    from matplotlib.figure import Figure
-
-    if ax is None:
-        fig = Figure(figsize=(6.0, 2.4))
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
-    names = list(doc["paired"])
-    for y, name in enumerate(names):
-        e = doc["paired"][name]
-        label = _label(name, e["k"])
-        names[y] = f"{label} (n={e['n_pairs']})"
-        if e["difference"] is None:
-            continue
-        ax.errorbar([100 * e["difference"]], [y], xerr=[[100 * (e["difference"] - e["ci_low"])],
-                                                          [100 * (e["ci_high"] - e["difference"])]],
-                    fmt="o", color="#1f4e79", capsize=4)
-    ax.axvline(0.0, color="#888888", linewidth=1, linestyle="--")
-    ax.set_yticks(range(len(names)), names)
-    ax.set_ylim(-0.6, len(names) - 0.4)
-    ax.invert_yaxis()
-    level = doc["provenance"]["options"]["confidence"]
-    ax.set_xlabel(f"B minus A (percentage points), {100 * level:g}% Newcombe interval")
-    fig.tight_layout()
-    return fig
-
-
-def figure_image(fig: Any, alt: str = "pass@1, pass@k and pass^k differences, B minus A, with 95% intervals") -> Any:
-    """A matplotlib Figure as inline HTML ``<img>`` with alternative text (PNG without metadata: stable bytes)."""
-    import base64
-    import html
-    import io
-
-    from IPython.display import HTML
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return HTML(f'<img alt="{html.escape(alt)}" style="max-width: 100%" src="data:image/png;base64,{data}">')

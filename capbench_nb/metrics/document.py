@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from capbench_nb._version import __version__
-from capbench_nb.records.loading import MANIFEST, RESULTS, Run
-from capbench_nb.metrics.rates import (
-    METRICS,
-    _prepare,
-    attempt_counts,
-    counted_attempts,
-    per_task,
-    prefix_rates,
-    shared_preparation,
-    telemetry_aggregates,
-    unbiased_curve,
-)
+from capbench_nb.records.run import MANIFEST, RESULTS, Run
+from capbench_nb.metrics.curves import prefix_rates, unbiased_curve
+from capbench_nb.metrics.prepare import counted_attempts, prepare, shared_preparation
+from capbench_nb.metrics.rates import attempt_counts, per_task
+from capbench_nb.metrics.registry import METRICS
 from capbench_nb.metrics.slices import slices_document
+from capbench_nb.metrics.telemetry import telemetry_aggregates
 from capbench_nb.format import ANOMALY_KINDS, METRICS_SCHEMA_VERSION
 
 __all__ = ["compute_metrics"]
@@ -133,7 +125,7 @@ def compute_metrics(run: Run, *, slices: tuple[str, ...] | list[str] = ()) -> di
 def _document(run: Run, slices) -> dict:
     plan, k = run.plan, run.k
     attempts = counted_attempts(run.records, plan=plan)
-    observed = int((_prepare(attempts, plan).count() > 0).sum())
+    observed = int((prepare(attempts, plan).count() > 0).sum())
     metrics = {name: fn(attempts, plan, k).to_dict() for name, fn in METRICS.items()}
     suite = run.manifest.get("suite")
     counts = run.anomalies["kind"].value_counts()

@@ -1,7 +1,7 @@
 r"""Power planning for paired comparisons of two runs: how many tasks (and repeats)?
 
 Question answered: two agents A and B will be run on the same n tasks; how large
-must n be for the paired test of :mod:`capbench_nb.comparison` (the exact
+must n be for the paired test of :mod:`capbench_nb.metrics.comparison` (the exact
 McNemar test, two-sided, level :math:`\alpha`) to detect a difference
 :math:`D = p_B - p_A` in pass@1, pass@k or pass^k with probability (power) P?
 
@@ -38,7 +38,7 @@ the latent-difficulty model (default)
     ``task_correlation = 0`` (the default) makes :math:`Y_A` and :math:`Y_B`
     independent: the most discordant, hence most conservative, case among
     non-negative correlations, and exactly how the project's simulator draws
-    two runs with different seeds (:func:`capbench_nb.simulation.build_run`
+    two runs with different seeds (:func:`capbench_nb.simulation.writer.build_run`
     draws every task's probability from the run's seed).  With 1, both
     agents rank tasks alike and far fewer tasks are needed; estimate
     :math:`\psi` from a pilot when you can.
@@ -77,9 +77,9 @@ design, with :math:`n_p = r n` paired tasks,
     \qquad
     n_p = \frac{\bigl(z_{1-\alpha/2}\sqrt{\psi} + z_{P}\sqrt{\psi - D^2}\bigr)^2}{D^2}.
 
-:func:`simulate_power` checks either by simulation: directly from the model,
-or with the project's simulator (:func:`capbench_nb.simulation.build_run`)
-paired by the comparison's own code.
+:func:`capbench_nb.metrics.power_simulation.simulate_power` checks either by
+simulating the model; :func:`capbench_nb.simulation.power_check.simulate_power_with_simulator`
+checks it with the project's simulator, paired by the comparison's own code.
 
 References
 ----------
@@ -106,12 +106,11 @@ from scipy.stats import binom
 
 __all__ = [
     "PairedCells",
-    "SimulatedPower",
     "paired_cells",
     "power",
     "required_tasks",
-    "simulate_power",
-    "simulator_pair_rate",
+    "metric_k",
+    "check_common",
     "planning_table",
     "discordance_from",
     "planning_from_comparison",
@@ -155,25 +154,11 @@ class PairedCells:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class SimulatedPower:
-    """Power estimated by simulation: the rejection rate, its Monte Carlo standard error, and what was simulated."""
-
-    power: float
-    se: float
-    n_sim: int
-    n_tasks: int
-    mean_pairs: float
-    mean_discordant: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 # --------------------------------------------------------------------------- the model
 
 
-def _check_metric(metric: str, k: int) -> int:
+def metric_k(metric: str, k: int) -> int:
+    """The k a metric is counted at (1 for pass@1), after checking the metric name and k; ValueError otherwise."""
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     if metric == "pass@1":
@@ -207,7 +192,7 @@ def beta_mean_for(value: float, *, metric: str = "pass@1", k: int = 1,
     Solves :math:`E[h(p)] = \text{value}` for :math:`p \sim \mathrm{Beta}(\mu\kappa, (1-\mu)\kappa)`
     (the moment is increasing in :math:`\mu`).
     """
-    k = _check_metric(metric, k)
+    k = metric_k(metric, k)
     value = _check_prob("the metric value", value)
     if concentration <= 0:
         raise ValueError(f"concentration must be > 0, got {concentration!r}")
@@ -275,7 +260,7 @@ def paired_cells(p_a: float, p_b: float, *, metric: str = "pass@1", k: int = 1, 
     ValueError
         Probabilities outside (0, 1), or a discordance or rho that no table with these marginals has.
     """
-    k = _check_metric(metric, k)
+    k = metric_k(metric, k)
     p_a, p_b = _check_prob("p_a", p_a), _check_prob("p_b", p_b)
     lo, hi = max(0.0, p_a + p_b - 1.0), min(p_a, p_b)  # Frechet bounds of p11
     if discordance is not None:
@@ -307,7 +292,7 @@ def paired_cells(p_a: float, p_b: float, *, metric: str = "pass@1", k: int = 1, 
 def mcnemar_critical_values(m: Any, alpha: float) -> np.ndarray:
     """For each discordant count m: the largest x with ``2 * F(x; m, 1/2) <= alpha`` (-1 when none).
 
-    The exact McNemar test (:func:`capbench_nb.stats.mcnemar_exact`) rejects at
+    The exact McNemar test (:func:`capbench_nb.metrics.stats.mcnemar_exact`) rejects at
     level alpha exactly when ``min(b, c) <= c_m``.
     """
     m = np.asarray(m, dtype="int64")
@@ -342,7 +327,8 @@ def _normal_power(n: float, cells: PairedCells, alpha: float, pair_rate: float) 
     return float(ndtr((d * math.sqrt(n_pairs) - z * math.sqrt(psi)) / spread))
 
 
-def _check_common(alpha: float, pair_rate: float, method: str) -> None:
+def check_common(alpha: float, pair_rate: float, method: str) -> None:
+    """Raise ValueError unless ``alpha`` lies in (0, 1), ``pair_rate`` in (0, 1] and ``method`` is exact or normal."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
     if not 0.0 < pair_rate <= 1.0:
@@ -370,7 +356,7 @@ def power(n_tasks: int, p_a: float, p_b: float, *, metric: str = "pass@1", k: in
     ``"normal"``, see the module docstring).  With ``p_a == p_b`` this is the
     test's actual size (at most alpha for the exact method).
     """
-    _check_common(alpha, pair_rate, method)
+    check_common(alpha, pair_rate, method)
     if type(n_tasks) is not int or n_tasks < 0:
         raise ValueError(f"n_tasks must be an integer >= 0, got {n_tasks!r}")
     cells = paired_cells(p_a, p_b, metric=metric, k=k, discordance=discordance, rho=rho,
@@ -395,7 +381,7 @@ def required_tasks(p_a: float, p_b: float, *, metric: str = "pass@1", k: int = 1
     ValueError
         ``p_a == p_b`` (nothing to detect), or more than ``max_tasks`` needed.
     """
-    _check_common(alpha, pair_rate, method)
+    check_common(alpha, pair_rate, method)
     target = _check_prob("power", power)
     cells = paired_cells(p_a, p_b, metric=metric, k=k, discordance=discordance, rho=rho,
                          task_correlation=task_correlation, concentration=concentration)
@@ -429,155 +415,6 @@ def required_tasks(p_a: float, p_b: float, *, metric: str = "pass@1", k: int = 1
         if reaches(n):
             return n
     return high
-
-
-# --------------------------------------------------------------------------- simulation
-
-
-def simulator_pair_rate(*, metric: str = "pass@1", k: int = 1, **options: Any) -> float:
-    """Probability that a task is paired when both runs come from the project's simulator with ``options``.
-
-    In :func:`capbench_nb.simulation.build_run` a task is skipped with
-    probability ``skip_rate``, and each attempt independently meets a
-    harness failure (setup, provider, not started, crash, judge error when
-    the judge is on) with probability the sum of those rates; with different
-    seeds the two runs are independent, so the pair rate is the square of
-    :math:`(1 - \\text{skip}) (1 - \\text{harness})^{k}` (k = 1 for pass@1).
-    Plan-shape options (missing, empty, short tasks) are not modelled.
-    """
-    from capbench_nb.simulation.simulator import SimulationOptions
-
-    k = _check_metric(metric, k)
-    opt = SimulationOptions(**options)
-    if opt.short_tasks or opt.missing_attempts or opt.empty_tasks:
-        raise ValueError("simulator_pair_rate does not model short_tasks, missing_attempts or empty_tasks")
-    harness = (opt.setup_failure_rate + opt.provider_unavailable_rate + opt.not_started_rate + opt.crash_rate
-               + (opt.judge_error_rate if opt.judge else 0.0))
-    per_run = (1.0 - opt.skip_rate) * max(0.0, 1.0 - harness) ** k
-    return per_run * per_run
-
-
-def _reject(b: np.ndarray, c: np.ndarray, alpha: float) -> np.ndarray:
-    m = b + c
-    crit = mcnemar_critical_values(m, alpha)
-    return (m > 0) & (np.minimum(b, c) <= crit)
-
-
-def _simulate_model(n: int, p_a: float, p_b: float, *, metric: str, k: int, alpha: float, discordance, rho,
-                    task_correlation: float, concentration: float, pair_rate: float, n_sim: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if discordance is not None or rho is not None:
-        cells = paired_cells(p_a, p_b, metric=metric, k=k, discordance=discordance, rho=rho)
-        probs = np.array([cells.both, cells.a_only, cells.b_only, cells.neither]) * pair_rate
-        probs = np.append(probs, max(0.0, 1.0 - probs.sum()))
-        counts = rng.multinomial(n, probs / probs.sum(), size=n_sim)
-        return counts[:, 1], counts[:, 2], counts[:, :4].sum(axis=1)
-    mu_a = beta_mean_for(p_a, metric=metric, k=k, concentration=concentration)
-    mu_b = beta_mean_for(p_b, metric=metric, k=k, concentration=concentration)
-    b_out, c_out, pairs = np.empty(n_sim, "int64"), np.empty(n_sim, "int64"), np.empty(n_sim, "int64")
-    chunk = max(1, 400_000 // max(1, n * k))
-    r = float(task_correlation)
-    for start in range(0, n_sim, chunk):
-        size = min(chunk, n_sim - start)
-        za = rng.standard_normal((size, n))
-        zb = r * za + math.sqrt(max(0.0, 1 - r * r)) * rng.standard_normal((size, n))
-        pa = betaincinv(mu_a * concentration, (1 - mu_a) * concentration, ndtr(za))
-        pb = betaincinv(mu_b * concentration, (1 - mu_b) * concentration, ndtr(zb))
-        # k attempts per task and run, independent given the task
-        ya = rng.random((size, n, k)) < pa[..., None]
-        yb = rng.random((size, n, k)) < pb[..., None]
-        if metric == "pass^k":
-            ya, yb = ya.all(axis=2), yb.all(axis=2)
-        else:  # pass@1 (k = 1) and pass@k
-            ya, yb = ya.any(axis=2), yb.any(axis=2)
-        paired = rng.random((size, n)) < pair_rate
-        b_out[start:start + size] = (ya & ~yb & paired).sum(axis=1)
-        c_out[start:start + size] = (~ya & yb & paired).sum(axis=1)
-        pairs[start:start + size] = paired.sum(axis=1)
-    return b_out, c_out, pairs
-
-
-def _simulate_with_simulator(n: int, p_a: float, p_b: float, *, metric: str, k: int, concentration: float,
-                             n_sim: int, seed: int, options: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from capbench_nb.metrics.comparison import paired_outcomes
-    from capbench_nb.simulation.simulator import build_run
-
-    repeats = 1 if metric == "pass@1" else k
-    shape = {}
-    for name, value in (("a", p_a), ("b", p_b)):
-        mu = beta_mean_for(value, metric=metric, k=k, concentration=concentration)
-        shape[name] = {"success_alpha": mu * concentration, "success_beta": (1 - mu) * concentration}
-
-    def frames(run) -> tuple[pd.DataFrame, pd.DataFrame]:
-        plan = pd.DataFrame({"task_id": [t["task_id"] for t in run.truth["tasks"]],
-                             "planned_repeats": [t["planned_repeats"] for t in run.truth["tasks"]]})
-        recs = [x["record"] for x in run.truth["attempts"]]
-        records = pd.DataFrame({"task_id": [r["task_id"] for r in recs], "attempt": [r["attempt"] for r in recs],
-                                "success": [r["success"] for r in recs],
-                                "agent_eligible": [r["agent_eligible"] for r in recs]})
-        return records, plan
-
-    b_out, c_out, pairs = np.empty(n_sim, "int64"), np.empty(n_sim, "int64"), np.empty(n_sim, "int64")
-    for i in range(n_sim):
-        run_a = build_run(tasks=n, repeats=repeats, seed=seed + 2 * i, **{**options, **shape["a"]})
-        run_b = build_run(tasks=n, repeats=repeats, seed=seed + 2 * i + 1, **{**options, **shape["b"]})
-        records_a, plan_a = frames(run_a)
-        records_b, plan_b = frames(run_b)
-        _, ya, yb = paired_outcomes(records_a, plan_a, records_b, plan_b, metric=metric,
-                                    k=1 if metric == "pass@1" else k)
-        b_out[i], c_out[i], pairs[i] = int((ya & ~yb).sum()), int((~ya & yb).sum()), len(ya)
-    return b_out, c_out, pairs
-
-
-def simulate_power(n_tasks: int, p_a: float, p_b: float, *, metric: str = "pass@1", k: int = 1,
-                   alpha: float = 0.05, discordance: float | None = None, rho: float | None = None,
-                   task_correlation: float = 0.0, concentration: float = DEFAULT_CONCENTRATION,
-                   pair_rate: float = 1.0, n_sim: int = 2000, seed: int = 0, engine: str = "model",
-                   simulator_options: dict | None = None) -> SimulatedPower:
-    """Power of the exact McNemar test by simulation, to check :func:`power`.
-
-    ``engine="model"`` simulates the module's model directly: with
-    ``discordance`` or ``rho``, multinomial paired tables (unpaired tasks a
-    fifth cell); otherwise per-task success probabilities from the
-    Gaussian-copula Beta model, k Bernoulli attempts per task and run, and
-    pairing with probability ``pair_rate``.  ``engine="simulator"`` runs the
-    project's simulator (:func:`capbench_nb.simulation.build_run`) twice per
-    replicate, A and B with different seeds and Beta shapes giving ``p_a``
-    and ``p_b`` (``task_correlation`` must be 0, ``discordance``/``rho``
-    None, ``pair_rate`` is ignored: pairing losses come from the simulator's
-    harness failures, :func:`simulator_pair_rate`), and pairs the tasks with
-    the comparison's own code.  Every replicate is tested with the exact
-    McNemar test at level ``alpha``.
-
-    Returns
-    -------
-    SimulatedPower
-        ``power`` (rejection rate), ``se`` (its binomial standard error),
-        ``n_sim``, ``n_tasks``, ``mean_pairs`` and ``mean_discordant``.
-    """
-    k = _check_metric(metric, k)
-    if type(n_tasks) is not int or n_tasks < 1:
-        raise ValueError(f"n_tasks must be an integer >= 1, got {n_tasks!r}")
-    if type(n_sim) is not int or n_sim < 1:
-        raise ValueError(f"n_sim must be an integer >= 1, got {n_sim!r}")
-    _check_common(alpha, pair_rate, "exact")
-    if engine == "model":
-        rng = np.random.default_rng(seed)
-        b, c, pairs = _simulate_model(n_tasks, p_a, p_b, metric=metric, k=k, alpha=alpha, discordance=discordance,
-                                      rho=rho, task_correlation=task_correlation, concentration=concentration,
-                                      pair_rate=pair_rate, n_sim=n_sim, rng=rng)
-    elif engine == "simulator":
-        if discordance is not None or rho is not None or task_correlation != 0.0:
-            raise ValueError("the simulator draws the two runs' task probabilities independently: "
-                             "task_correlation must be 0 and discordance/rho None")
-        b, c, pairs = _simulate_with_simulator(n_tasks, p_a, p_b, metric=metric, k=k, concentration=concentration,
-                                               n_sim=n_sim, seed=seed, options=dict(simulator_options or {}))
-    else:
-        raise ValueError(f"engine must be 'model' or 'simulator', got {engine!r}")
-    rejected = _reject(b, c, alpha)
-    rate = float(rejected.mean())
-    return SimulatedPower(power=rate, se=math.sqrt(rate * (1 - rate) / n_sim), n_sim=n_sim, n_tasks=n_tasks,
-                          mean_pairs=float(pairs.mean()), mean_discordant=float((b + c).mean()))
 
 
 # --------------------------------------------------------------------------- planning helpers

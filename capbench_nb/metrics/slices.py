@@ -24,8 +24,9 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from capbench_nb.records.loading import Run
-from capbench_nb.metrics.rates import attempt_counts, counted_attempts, pass_at_1, pass_at_k, pass_hat_k
+from capbench_nb.records.run import Run
+from capbench_nb.metrics.prepare import counted_attempts
+from capbench_nb.metrics.rates import attempt_counts, pass_at_1, pass_at_k, pass_hat_k
 from capbench_nb.format import CLASS_KEYS
 
 __all__ = ["UnknownSliceError", "register_slice", "unregister_slice", "registered_slices", "slice_values", "metrics_by", "SMALL_SLICE"]

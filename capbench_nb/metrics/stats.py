@@ -70,18 +70,17 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if n == 0:
         return None, None
-    z = _z(confidence)
-    p = successes / n
-    denom = 2 * (n + z * z)
-    center = (2 * n * p + z * z) / denom
-    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z * z)
-    low = 0.0 if successes == 0 else center - delta
-    high = 1.0 if successes == n else center + delta
-    return low, high
+    low, high = wilson_interval_array(successes, n, confidence=confidence)
+    return float(low), float(high)
 
 
 def wilson_interval_array(successes, n, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised :func:`wilson_interval`; NaN where ``n == 0``.
+    """The Wilson score interval of :func:`wilson_interval`, element by element; NaN where ``n == 0``.
+
+    The one implementation of the formula: :func:`wilson_interval` is this function on one
+    element.  Every operation is an IEEE float64 operation (correctly rounded division and
+    square root), so a scalar and an array element give the same bits.  Counts are not
+    checked here (the scalar checks them).
 
     Parameters
     ----------
@@ -170,6 +169,7 @@ def _newcombe_phi(both: int, a_only: int, b_only: int, neither: int) -> float:
     return numerator / math.sqrt(float(margins[0]) * margins[1] * margins[2] * margins[3])
 
 
+# long function: the docstring carries the method (formulas, phi rule, references); the body is 20 lines
 def paired_difference_interval(
     both: int, a_only: int, b_only: int, neither: int, *, confidence: float = 0.95
 ) -> tuple[float | None, float | None]:

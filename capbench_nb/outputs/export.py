@@ -7,7 +7,7 @@ from pathlib import Path
 
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.metrics.document import compute_metrics
-from capbench_nb.records.loading import Run
+from capbench_nb.records.run import Run
 
 __all__ = ["write_metrics", "METRICS_FILE"]
 

@@ -21,7 +21,6 @@ import logging
 import os
 import secrets
 import shutil
-import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -29,8 +28,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from capbench_nb.io.atomic import fsync_directory as _fsync_directory
-from capbench_nb.records.loading import load_run
+from capbench_nb.io import publish
+from capbench_nb.io.atomic import fsync_directory, fsync_file, write_synced
+from capbench_nb.records.run import load_run
 
 __all__ = [
     "build_report",
@@ -252,7 +252,7 @@ def _first_code_line(source: str, limit: int = 70) -> str:
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    from capbench_nb.errors import _one_line as one_line
+    from capbench_nb.errors import one_line
 
     return one_line(" ".join(str(text).split()), limit=limit)
 
@@ -355,223 +355,6 @@ def notebook_to_html(nb: Any, *, title: str | None = None) -> str:
     return body
 
 
-# --------------------------------------------------------------------------- publishing
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as fh:
-        os.fsync(fh.fileno())
-
-
-#: Staging folders: beside OUT ``.OUT.capbench-XXXX.partial``, inside a shared OUT
-#: ``.capbench-report-XXXX.partial``; the previous outputs while the fallback switch runs: ``.previous``.
-_STAGING_MARK = ".capbench-"
-_INNER_PREFIX = ".capbench-report-"
-_PARTIAL, _PREVIOUS = ".partial", ".previous"
-
-
-def _sibling_prefix(out: Path) -> str:
-    """Name prefix of the hidden folders a build of ``out`` keeps next to it.
-
-    A name too long to take the prefix and suffix within NAME_MAX (255 bytes) is replaced by a
-    digest of itself, so every build of ``out`` still finds the others' folders.
-    """
-    name = out.name
-    if len(os.fsencode(name)) > 150:
-        import hashlib
-
-        name = hashlib.sha256(os.fsencode(name)).hexdigest()[:24]
-    return f".{name}{_STAGING_MARK}"
-
-
-def _rename_exchange(a: Path, b: Path) -> None:
-    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); OSError where unsupported."""
-    import ctypes
-    import errno
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None or not sys.platform.startswith("linux"):
-        raise OSError(errno.ENOSYS, "renameat2 is not available")
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), str(a), None, str(b))
-
-
-def _inner_staging(out: Path) -> Path:
-    """A new staging folder inside ``out`` (a shared output directory, or one on its own file system)."""
-    return Path(tempfile.mkdtemp(dir=out, prefix=_INNER_PREFIX, suffix=_PARTIAL))
-
-
-def _unlocked(path: Path) -> bool:
-    """True when no live build holds ``path`` (a staging folder, locked by its build for its lifetime)."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-
-
-def _lock(path: Path) -> int:
-    """Hold ``path`` (a staging folder) until the returned descriptor is closed; a kill releases it too."""
-    import fcntl
-
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
-def _recover(out: Path) -> None:
-    """Clean up after builds of ``out`` that were killed: nothing a live build uses is touched.
-
-    A killed build leaves its staging folder next to ``out`` (or, for a
-    shared output directory, inside it), and a build killed between the two
-    renames of the fallback switch leaves ``out`` missing and the previous
-    outputs in a ``.previous`` folder: those are put back first.
-    """
-    parent, prefix = out.parent, _sibling_prefix(out)
-    try:
-        siblings = sorted(p for p in parent.iterdir() if p.name.startswith(prefix))
-    except OSError:
-        siblings = []
-    for path in siblings:
-        if path.name.endswith(_PREVIOUS) and not os.path.lexists(out) and _unlocked(path):
-            with contextlib.suppress(OSError):
-                os.rename(path, out)
-    candidates = [p for p in siblings if p.name.endswith((_PARTIAL, _PREVIOUS))]
-    with contextlib.suppress(OSError):
-        candidates += [p for p in out.iterdir() if p.name.startswith(_INNER_PREFIX) and p.name.endswith(_PARTIAL)]
-    for path in candidates:
-        if os.path.isdir(path) and not os.path.islink(path) and _unlocked(path):
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _dedicated(out: Path, names: tuple[str, ...]) -> bool:
-    """``out`` is a real directory that holds nothing but outputs of this kind of build."""
-    if os.path.islink(out) or not out.is_dir():
-        return False
-    return all(entry in names for entry in os.listdir(out))
-
-
-def _switch(staging: Path, out: Path, names: tuple[str, ...]) -> bool:
-    """Make the folder ``staging`` the output directory ``out``, all files at once.
-
-    ``out`` missing: one rename.  ``out`` holding only outputs of this kind:
-    one ``RENAME_EXCHANGE`` swaps the two folders, so a reader (or a kill at
-    any moment) sees the previous set or the new one.  Where the exchange is
-    unsupported, two renames: a kill between them leaves no ``out`` and the
-    previous outputs in a ``.previous`` folder, which the next build restores.
-    Anything that appeared in ``out`` meanwhile is moved back.  False, with
-    nothing changed, when ``out`` cannot be moved at all (a mount point).
-    """
-    mode = stat.S_IMODE(os.stat(out).st_mode) if out.is_dir() else 0o777 & ~_umask()
-    os.chmod(staging, mode)  # mkdtemp made it 0700; keep the directory's own permissions
-    if not os.path.lexists(out):
-        os.rename(staging, out)
-        _fsync_directory(out.parent)
-        return True
-    try:
-        _rename_exchange(staging, out)
-        old = staging
-    except OSError:
-        old = staging.with_name(staging.name[: -len(_PARTIAL)] + _PREVIOUS)
-        try:
-            os.rename(out, old)
-        except OSError:  # out cannot move (a mount point, say): nothing changed
-            return False
-        try:
-            os.rename(staging, out)
-        except OSError:
-            os.rename(old, out)
-            return False
-    _fsync_directory(out.parent)
-    for entry in os.listdir(old):
-        if entry not in names and not os.path.lexists(out / entry):
-            with contextlib.suppress(OSError):
-                os.rename(old / entry, out / entry)
-    shutil.rmtree(old, ignore_errors=True)
-    return True
-
-
-def _publish_files(staging: Path, out: Path, names: tuple[str, ...]) -> None:
-    """:func:`_publish` from ``staging`` into ``out``, through a staging folder inside ``out`` when the
-    two are on different file systems (``out`` a mount point): a rename never crosses devices."""
-    out.mkdir(exist_ok=True)
-    if os.stat(staging).st_dev == os.stat(out).st_dev:
-        _publish(staging, out, names)
-        return
-    inner = _inner_staging(out)
-    lock = _lock(inner)
-    try:
-        for name in names:
-            shutil.copy2(staging / name, inner / name)
-            _fsync_file(inner / name)
-        _publish(inner, out, names)
-    finally:
-        shutil.rmtree(inner, ignore_errors=True)
-        os.close(lock)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _publish(staging: Path, out: Path, names: tuple[str, ...]) -> None:
-    """Move ``names`` from ``staging`` over ``out``, each by an atomic rename (a shared ``out``).
-
-    Used when ``out`` holds other files too (say, the run directory itself),
-    which :func:`_switch` must not move.  A reader sees, per file, the old
-    version or the new one; a kill between two renames can leave a mix (the
-    outputs' hashes and ``capbench-nb verify`` show it).  If a rename
-    fails midway, the files already replaced get their previous versions back
-    (kept as hard links, or copies where links are impossible), so the
-    directory never mixes two reports.
-    """
-    keep = staging / ".previous"
-    keep.mkdir()
-    kept: list[str] = []
-    for name in names:
-        target = out / name
-        if target.exists():
-            try:
-                os.link(target, keep / name)
-            except OSError:
-                shutil.copy2(target, keep / name)
-            kept.append(name)
-    placed: list[str] = []
-    try:
-        for name in names:
-            os.replace(staging / name, out / name)
-            placed.append(name)
-    except BaseException:
-        for name in placed:
-            with contextlib.suppress(OSError):
-                if name in kept:
-                    os.replace(keep / name, out / name)
-                else:
-                    os.unlink(out / name)
-        raise
-    _fsync_directory(out)
-
-
 # --------------------------------------------------------------------------- the build
 
 
@@ -593,8 +376,9 @@ def _build(
     notebook is kept as ``<stem>.ipynb`` and converted to ``<stem>.html``.
     Nothing in ``out`` changes unless every output exists; then an ``out``
     that is missing or holds only such outputs is replaced as a whole in one
-    step (:func:`_switch`), any other ``out`` file by file (:func:`_publish`).
-    Leftovers of killed builds are removed first (:func:`_recover`).
+    step (:func:`~capbench_nb.io.publish.switch`), any other ``out`` file by file
+    (:func:`~capbench_nb.io.publish.publish_files`).  Leftovers of killed builds are removed first
+    (:func:`~capbench_nb.io.publish.recover`).
     """
     if not source.is_file():
         raise FileNotFoundError(2, "no such notebook", str(source))
@@ -609,13 +393,13 @@ def _build(
     if progress is None:
         progress = sys.stderr.isatty()
     outputs = (*written, f"{stem}.ipynb", f"{stem}.html")
-    _recover(out)
+    publish.recover(out)
     try:  # next to out, so that the finished folder can take out's place in one step
-        staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=_sibling_prefix(out), suffix=_PARTIAL))
+        staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=publish.sibling_prefix(out), suffix=publish.PARTIAL))
     except OSError:  # out's parent is not writable: stage inside out, publish file by file
         out.mkdir(exist_ok=True)
-        staging = _inner_staging(out)
-    lock = _lock(staging)
+        staging = publish.inner_staging(out)
+    lock = publish.lock(staging)
     try:
         parameters = {**parameters, "out_dir": str(staging), "report_dir": str(report_dir)}
         try:
@@ -635,17 +419,17 @@ def _build(
             if extra not in outputs:
                 path = staging / extra
                 shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-        _write_synced(staging / f"{stem}.ipynb", nbformat.writes(nb))
-        _write_synced(staging / f"{stem}.html", notebook_to_html(nb, title=title))
+        write_synced(staging / f"{stem}.ipynb", nbformat.writes(nb))
+        write_synced(staging / f"{stem}.html", notebook_to_html(nb, title=title))
         # write_atomic keeps modes; give every output the mode open() gave the HTML file
         mode = (staging / f"{stem}.html").stat().st_mode & 0o777
         for name in outputs:
             os.chmod(staging / name, mode)
-            _fsync_file(staging / name)
-        _fsync_directory(staging)
-        whole = staging.parent == out.parent and (not os.path.lexists(out) or _dedicated(out, outputs))
-        if not (whole and _switch(staging, out, outputs)):
-            _publish_files(staging, out, outputs)
+            fsync_file(staging / name)
+        fsync_directory(staging)
+        whole = staging.parent == out.parent and (not os.path.lexists(out) or publish.dedicated(out, outputs))
+        if not (whole and publish.switch(staging, out, outputs)):
+            publish.publish_files(staging, out, outputs)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         os.close(lock)

@@ -16,14 +16,25 @@ from typing import Any
 
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.io.files import read_regular_file
+from capbench_nb.io.jsonparse import JsonMessages, json_error
 from capbench_nb.outputs.export import METRICS_FILE
 from capbench_nb.metrics.document import compute_metrics
-from capbench_nb.records.loading import load_run
+from capbench_nb.records.run import load_run
 from capbench_nb.metrics.slices import UnknownSliceError, slice_values
 
 __all__ = ["Disagreement", "diff_documents", "diff_lines", "verify", "SUMMARY_FILE"]
 
 SUMMARY_FILE = "summary.md"
+
+#: How a metrics.json to verify words a failed parse.
+_METRICS_MESSAGES = JsonMessages(
+    syntax="metrics.json is not valid JSON: {msg}",
+    nested="metrics.json is JSON nested too deeply to read",
+    too_long="metrics.json holds an integer literal too long to read; this toolkit never writes one",
+    too_long_rule=None,
+    utf8="cannot read metrics.json: {exc}",
+    utf8_rule="metrics-unreadable",
+)
 
 
 @dataclass(frozen=True)
@@ -180,15 +191,8 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
         raise InvalidRunError(str(metrics_path), "metrics-missing", "no metrics.json to verify; run `capbench-nb metrics` first") from None
     except OSError as exc:
         raise InvalidRunError(str(metrics_path), "metrics-unreadable", f"cannot read metrics.json: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidRunError(str(metrics_path), "metrics-unreadable", f"cannot read metrics.json: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidRunError(str(metrics_path), "json", f"metrics.json is not valid JSON: {exc.msg}", line=exc.lineno) from None
-    except ValueError:  # Python's limit on the digits of an integer literal (4300 by default)
-        raise InvalidRunError(str(metrics_path), "json",
-                              "metrics.json holds an integer literal too long to read; this toolkit never writes one") from None
-    except RecursionError:
-        raise InvalidRunError(str(metrics_path), "json", "metrics.json is JSON nested too deeply to read") from None
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, too long an integer, too deep
+        raise json_error(exc, file=str(metrics_path), messages=_METRICS_MESSAGES) from None
     provenance = found.get("provenance") if isinstance(found, dict) else None
     options = provenance.get("options") if isinstance(provenance, dict) else None
     stored_allow = isinstance(options, dict) and options.get("allow_invalid") is True
@@ -215,7 +219,7 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     problems.sort(key=lambda d: not d.pointer.startswith("/provenance/inputs"))
     summary_path = out / SUMMARY_FILE
     if summary_path.is_file():
-        from capbench_nb.outputs.reporting import summary_markdown  # matplotlib and friends: only when there is a summary
+        from capbench_nb.outputs.summary import summary_markdown  # only when there is a summary to check
 
         text = summary_path.read_bytes().decode("utf-8", errors="replace")
         problems.extend(diff_lines(text, summary_markdown(recomputed), file=str(summary_path)))

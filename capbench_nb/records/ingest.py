@@ -16,14 +16,17 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from capbench_nb.records import derivation
-from capbench_nb.records.derivation import PriceTable, ToolConfig, derive_record, load_tool_config, read_artifacts
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.records.evidence import EvidenceResolver
-from capbench_nb.io.pointer import EvidenceError
-from capbench_nb.io.atomic import write_atomic
-from capbench_nb.records.loading import MANIFEST, RESULTS, load_manifest, read_results
 from capbench_nb.format import TELEMETRY_FIELDS
+from capbench_nb.io.atomic import write_atomic
+from capbench_nb.io.files import read_regular_file
+from capbench_nb.io.jsonparse import parse_document
+from capbench_nb.io.pointer import EvidenceError
+from capbench_nb.records.derivation import DerivationContext, derive_record, read_artifacts
+from capbench_nb.records.evidence import EvidenceResolver
+from capbench_nb.records.manifest import load_manifest
+from capbench_nb.records.run import MANIFEST, RESULTS, read_results
+from capbench_nb.records.prices import PriceTable, ToolConfig, load_tool_config
 
 __all__ = ["IngestReport", "ingest_run", "attempt_directories", "record_line"]
 
@@ -94,9 +97,8 @@ def _error_record(directory: Path, run_dir: Path, error: InvalidRunError) -> dic
     attempt_doc = None
     path = str(directory / "attempt.json")
     try:  # (a FIFO is refused, not waited for)
-        raw = derivation._read_fd(os.open(path, derivation._OPEN | derivation._NONBLOCK), path, "attempt.json")
-        attempt_doc = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        attempt_doc = parse_document(read_regular_file(path), file=path)
+    except (OSError, InvalidRunError):
         pass
     task_id = attempt_doc.get("task_id") if isinstance(attempt_doc, dict) else None
     number = attempt_doc.get("attempt") if isinstance(attempt_doc, dict) else None
@@ -167,20 +169,37 @@ def _line(record: dict) -> tuple:
 class _Deriver:
     """Derives the record of one attempt directory: ``(_line(...), None)``, or ``(None, exception)``."""
 
-    def __init__(self, run_dir: Path, judge_default, model, tools, prices) -> None:
+    def __init__(self, run_dir: Path, judge_default, model, tools, prices, context: DerivationContext) -> None:
         self.run_dir, self.judge_default, self.model, self.tools, self.prices = run_dir, judge_default, model, tools, prices
+        self.context = context
 
     def __call__(self, directory: str) -> tuple[tuple | None, BaseException | None]:
         try:
             path = Path(directory)
             record = derive_record(path, run_dir=self.run_dir, judge_default=self.judge_default, model=self.model,
-                                   tools=self.tools, prices=self.prices, artifacts=read_artifacts(path))
+                                   tools=self.tools, prices=self.prices, context=self.context,
+                                   artifacts=read_artifacts(path, context=self.context))
         except Exception as exc:  # handed back in directory order, as one process would meet it
             return None, exc
         return _line(record), None
 
     def batch(self, directories: list[str]) -> list[tuple[tuple | None, BaseException | None]]:
         return [self(directory) for directory in directories]
+
+
+#: The deriver of a pool's worker process, set once when it starts (:func:`_start_worker`).
+_WORKER_DERIVER: _Deriver | None = None
+
+
+def _start_worker(derive: _Deriver) -> None:
+    # Forked workers inherit ``derive`` (its context holds every real path of the run) without a
+    # copy; handing it with each batch instead would pickle it once per batch.
+    global _WORKER_DERIVER
+    _WORKER_DERIVER = derive
+
+
+def _worker_batch(directories: list[str]) -> list[tuple[tuple | None, BaseException | None]]:
+    return _WORKER_DERIVER.batch(directories)
 
 
 #: Below this many attempt directories a process pool costs more than it saves.
@@ -213,18 +232,52 @@ def _derived(derive: _Deriver, directories: list[str], workers: int | None):
         size = max(1, min(500, -(-len(directories) // (4 * workers))))
         batches = [directories[i:i + size] for i in range(0, len(directories), size)]
         try:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                       initializer=_start_worker, initargs=(derive,))
         except (OSError, ValueError):
             pool = None
         if pool is not None:
             try:
-                for batch, results in zip(batches, pool.map(derive.batch, batches)):
+                for batch, results in zip(batches, pool.map(_worker_batch, batches)):
                     yield from zip(batch, results)
             finally:  # also when the caller stops at an error: drop the batches not started
                 pool.shutdown(wait=True, cancel_futures=True)
             return
     for directory in directories:
         yield directory, derive(directory)
+
+
+def _collect(derived, run_dir: Path, allow_invalid: bool, bar: _Progress) -> tuple[list[tuple], int]:
+    """The lines of the derived records (``_line`` tuples, in directory order) and the number of
+    attempts recorded as broken; raises the first error that is not to be recorded (``bar`` closed)."""
+    records: list[tuple] = []
+    errors = 0
+    seen: dict[tuple, str] = {}
+    for done, (directory, outcome) in enumerate(derived, start=1):
+        record, exc = outcome
+        if exc is not None:
+            if not isinstance(exc, InvalidRunError):
+                bar.close()
+                raise exc
+            if not allow_invalid:
+                bar.close()
+                raise exc
+            broken = _error_record(Path(directory), run_dir, exc)
+            errors += 1
+            if broken is None:
+                bar.close()
+                raise InvalidRunError(directory, "artifact-ids",
+                                      f"cannot tell which attempt this is: {exc.message}") from None
+            record = _line(broken)
+        key = record[:2]  # (task_id, attempt)
+        if key in seen:
+            bar.close()
+            raise InvalidRunError(str(Path(directory) / "attempt.json"), "duplicate-attempt",
+                                  f"task {key[0]!r} attempt {key[1]} is also recorded in {seen[key]}")
+        seen[key] = directory
+        records.append(record)
+        bar.update(done)
+    return records, errors
 
 
 def _backup_path(path: Path) -> Path:
@@ -291,41 +344,9 @@ def ingest_run(
 
     directories, known = _scan(run_dir)  # directories as strings: cheaper to hand to other processes
     bar = _Progress(len(directories), progress)
-    records: list[tuple] = []
-    errors = 0
-    seen: dict[tuple, str] = {}
-    derive = _Deriver(run_dir, judge_default, model, tools, prices)
-    derivation._KNOWN_REAL.update(known)
-    derivation._RESOLVERS[os.fspath(run_dir)] = EvidenceResolver(run_dir)
-    try:
-        for done, (directory, outcome) in enumerate(_derived(derive, directories, workers), start=1):
-            record, exc = outcome
-            if exc is not None:
-                if not isinstance(exc, InvalidRunError):
-                    bar.close()
-                    raise exc
-                if not allow_invalid:
-                    bar.close()
-                    raise exc
-                broken = _error_record(Path(directory), run_dir, exc)
-                errors += 1
-                if broken is None:
-                    bar.close()
-                    raise InvalidRunError(directory, "artifact-ids",
-                                          f"cannot tell which attempt this is: {exc.message}") from None
-                record = _line(broken)
-            key = record[:2]  # (task_id, attempt)
-            if key in seen:
-                bar.close()
-                raise InvalidRunError(str(Path(directory) / "attempt.json"), "duplicate-attempt",
-                                      f"task {key[0]!r} attempt {key[1]} is also recorded in {seen[key]}")
-            seen[key] = directory
-            records.append(record)
-            bar.update(done)
-    finally:
-        for path in known:
-            derivation._KNOWN_REAL.pop(path, None)
-        derivation._RESOLVERS.pop(os.fspath(run_dir), None)
+    context = DerivationContext(os.fspath(run_dir), known, EvidenceResolver(run_dir))
+    derive = _Deriver(run_dir, judge_default, model, tools, prices, context)
+    records, errors = _collect(_derived(derive, directories, workers), run_dir, allow_invalid, bar)
     bar.close()
 
     records.sort(key=lambda r: (r[0].encode("utf-8", "surrogatepass"), r[1]))

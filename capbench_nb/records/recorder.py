@@ -11,7 +11,7 @@
         rec.close(status="completed")
 
 Every record is checked with the loader's own rules before it is written, so
-the file is always one that :func:`~capbench_nb.loading.load_run` accepts.
+the file is always one that :func:`~capbench_nb.records.run.load_run` accepts.
 Each line is appended with a single ``write`` and made durable with
 ``os.fsync`` before :meth:`RunRecorder.record` returns; a crash can therefore
 leave at most a truncated final line, which the next recorder opened on the
@@ -29,13 +29,16 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from capbench_nb.records.derivation import PriceTable, ToolConfig, derive_record, load_tool_config
+from capbench_nb.records.derivation import derive_record
+from capbench_nb.records.prices import PriceTable, ToolConfig, load_tool_config
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.io.atomic import write_atomic
+from capbench_nb.io.atomic import create_synced, fsync_directory, write_atomic
 from capbench_nb.records.ingest import record_line
-from capbench_nb.records.loading import MANIFEST, RESULTS, load_manifest, read_results, validate_manifest, validate_record
+from capbench_nb.records.exact_reader import validate_record
+from capbench_nb.records.manifest import load_manifest, validate_manifest
+from capbench_nb.records.run import MANIFEST, RESULTS, read_results
 
 try:  # POSIX advisory locking; absent on Windows
     import fcntl
@@ -58,18 +61,17 @@ def _digest(obj: dict) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _fsync_dir(path: Path) -> None:
-    """Make a created or renamed directory entry durable (best effort: not every OS can)."""
+def _written(serialise: Callable[[Any], str], value: Any, *, file: str, rule: str, what: str) -> tuple[bytes, Any]:
+    """The UTF-8 bytes ``serialise(value)`` writes, and the value as they read back.
+
+    Raises InvalidRunError (``rule``) when ``value`` is not writable as JSON: a NaN, a lone
+    surrogate, a key or an object JSON cannot hold, nesting too deep.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
+        data = serialise(value).encode("utf-8")
+        return data, json.loads(data)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidRunError(file, rule, f"the {what} is not writable as JSON: {exc}") from None
 
 
 def _plan_key(manifest: dict) -> str:
@@ -271,11 +273,7 @@ class RunRecorder:
         if self._fh is None:
             raise RuntimeError("the recorder is not open")
         file = str(self.results_path)
-        try:
-            line = record_line(record).encode("utf-8")
-            obj = json.loads(line)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise InvalidRunError(file, "record-json", f"the record is not writable as JSON: {exc}") from None
+        line, obj = _written(record_line, record, file=file, rule="record-json", what="record")
         try:  # exactly the loader's check, evidence resolved against the artifacts as they are now
             validate_record(obj, run_dir=self.run_dir, file=file)
         except InvalidRunError as exc:
@@ -325,18 +323,13 @@ class RunRecorder:
 
     def _checked_manifest(self, manifest: dict) -> dict:
         """The manifest as it will read back from disk, validated."""
-        try:
-            text = _json_text(manifest)
-            text.encode("utf-8")
-            parsed = json.loads(text)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise InvalidRunError(str(self.manifest_path), "manifest-json", f"the manifest is not writable as JSON: {exc}") from None
+        _, parsed = _written(_json_text, manifest, file=str(self.manifest_path), rule="manifest-json", what="manifest")
         validate_manifest(parsed, file=str(self.manifest_path))
         return parsed
 
     def _write_manifest(self, manifest: dict) -> None:
         write_atomic(self.manifest_path, _json_text(manifest, indent=2) + "\n")
-        _fsync_dir(self.run_dir)
+        fsync_directory(self.run_dir)
 
     def _append(self, line: bytes) -> None:
         """One line, one write, then fsync; on failure cut the file back to its last complete line."""
@@ -379,11 +372,7 @@ class RunRecorder:
                 reader.seek(start)
                 fragment = reader.read()
             side = _free_name(self.results_path.with_name(RESULTS + TRUNCATED_SUFFIX))
-            with open(side, "xb") as out:  # saved durably before the cut: nothing is lost
-                out.write(fragment)
-                out.flush()
-                os.fsync(out.fileno())
-            _fsync_dir(self.run_dir)
+            create_synced(side, fragment)  # saved durably before the cut: nothing is lost
             os.ftruncate(fh.fileno(), start)
             os.fsync(fh.fileno())
             return start

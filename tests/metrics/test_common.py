@@ -2,7 +2,9 @@
 
 A hypothesis strategy builds random *valid* run directories (manifest.json and
 results.jsonl, no artifacts), and every property is checked on the package's
-metrics.json document and its canonical text (``capbench_nb.metrics.document.dumps``).
+metrics.json document and its canonical text (``capbench_nb.io.atomic.dumps``); section 7 checks
+every property tag of the metric registry (``capbench_nb.metrics.registry``) on every metric that
+claims it.
 
 Profiles: ``capbench-fast`` (default, a few seconds per test) and
 ``capbench-thorough`` (many more examples); choose one with the environment
@@ -25,9 +27,16 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+import pandas as pd
+
 import capbench_nb
 from capbench_nb.io.atomic import dumps
 from capbench_nb.io.files import sha256_file
+from capbench_nb.metrics.prepare import k_eligible_tasks
+from capbench_nb.metrics.rates import Rate
+from capbench_nb.metrics.registry import METRICS, REGISTRY, TAGS, metrics_with, register
+
+from conftest import SAMPLE_RUN
 
 # --------------------------------------------------------------------------- settings
 
@@ -616,3 +625,168 @@ def test_metrics_text_is_deterministic(spec):
     finally:
         shutil.rmtree(first, ignore_errors=True)
         shutil.rmtree(second, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- 7. the metric registry
+#
+# Every property tag of capbench_nb.metrics.registry, checked on every registered metric that claims
+# it (scikit-learn's sklearn/metrics/tests/test_common.py style), over the runs of run_specs().
+
+
+#: A metric times a tag per test: fewer examples each than the document-level tests above.
+REGISTRY_PROFILE = settings(PROFILE, max_examples=max(1, PROFILE.max_examples // 4))
+
+
+def loaded(spec: RunSpec):
+    """The Run of a spec, loaded from a fresh temp dir (the records keep their loaded dtypes)."""
+    d = tempfile.mkdtemp(prefix="capbench-reg-")
+    try:
+        write_run(d, spec.manifest, render(spec)[0])
+        return capbench_nb.load_run(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def canon(result):
+    """A registered metric's result as plain data: Rate/ScoreMean fields, or a list of them."""
+    if isinstance(result, list):
+        return [canon(r) for r in result]
+    return result.to_dict()
+
+
+def rates_in(result) -> list:
+    return [r for r in (result if isinstance(result, list) else [result]) if isinstance(r, Rate)]
+
+
+def points_in(result) -> list:
+    return result if isinstance(result, list) else [result]
+
+
+def _with_tag(tag: str):
+    return pytest.mark.parametrize("metric", metrics_with(tag), ids=lambda m: m.name)
+
+
+@_with_tag("order_invariant")
+@REGISTRY_PROFILE
+@given(spec=run_specs(), data=st.data())
+def test_registry_order_invariant(metric, spec, data):
+    run = loaded(spec)
+    order = data.draw(st.permutations(range(len(run.records))), label="row order")
+    shuffled = run.records.iloc[list(order)].reset_index(drop=True)
+    assert canon(metric(shuffled, run.plan, run.k)) == canon(metric(run.records, run.plan, run.k))
+
+
+@_with_tag("counted_only")
+@REGISTRY_PROFILE
+@given(spec=run_specs(), data=st.data())
+def test_registry_counted_only(metric, spec, data):
+    run = loaded(spec)
+    assume(len(run.records))
+    i = data.draw(st.integers(0, len(run.records) - 1), label="copied row")
+    extra = run.records.iloc[[i, i]].reset_index(drop=True)
+    extra.loc[0, "task_id"] = "\x00not planned"
+    planned = dict(zip(run.plan["task_id"].astype(object), run.plan["planned_repeats"]))
+    task = extra.loc[1, "task_id"]
+    extra.loc[1, "attempt"] = planned.get(task, 1) + data.draw(st.integers(1, 3), label="above by")
+    more = pd.concat([run.records, extra], ignore_index=True)
+    counted = run.records[run.records["anomaly"].isna()].reset_index(drop=True)
+    want = canon(metric(counted, run.plan, run.k))
+    assert canon(metric(run.records, run.plan, run.k)) == want
+    assert canon(metric(more, run.plan, run.k)) == want
+
+
+@_with_tag("ineligible_is_missing")
+@REGISTRY_PROFILE
+@given(spec=run_specs(), data=st.data())
+def test_registry_ineligible_is_missing(metric, spec, data):
+    run = loaded(spec)
+    assume(len(run.records))
+    i = data.draw(st.integers(0, len(run.records) - 1), label="row")
+    kind = data.draw(st.sampled_from(INELIGIBLE_KINDS), label="ineligible class")
+    turned = run.records.copy()
+    turned.loc[i, ["success", "agent_eligible", "failure_class"]] = [False, False, kind]
+    removed = run.records.drop(index=i).reset_index(drop=True)
+    assert canon(metric(turned, run.plan, run.k)) == canon(metric(removed, run.plan, run.k))
+
+
+@REGISTRY_PROFILE
+@given(spec=run_specs())
+def test_registry_ordered_family(spec):
+    run = loaded(spec)
+    family = sorted(metrics_with("ordered_family"), key=lambda m: m.rank)
+    assert [m.name for m in family] == ["pass^k", "pass@1", "pass@k"]
+    same = run.plan[k_eligible_tasks(run.records, plan=run.plan, k=run.k)].reset_index(drop=True)
+    results = [m(run.records, same, run.k) for m in family]
+    assert len({r.n for r in results}) == 1 and results[0].n == len(same)
+    successes = [r.successes for r in results]
+    assert successes == sorted(successes), dict(zip([m.name for m in family], successes))
+
+
+@_with_tag("null_on_empty")
+@REGISTRY_PROFILE
+@given(spec=run_specs(), data=st.data())
+def test_registry_null_on_empty(metric, spec, data):
+    run = loaded(spec)
+    if data.draw(st.booleans(), label="no rows"):
+        empty = run.records.iloc[:0]
+    else:  # every row ineligible: every denominator is empty too
+        empty = run.records.copy()
+        empty["success"], empty["agent_eligible"], empty["failure_class"] = False, False, "environment"
+    result = metric(empty, run.plan, run.k)
+    for point in points_in(result):
+        assert point.value is None and point.n == 0
+        if isinstance(point, Rate):
+            assert point.ci_low is None and point.ci_high is None and point.successes == 0
+
+
+@_with_tag("interval_holds_value")
+@REGISTRY_PROFILE
+@given(spec=run_specs())
+def test_registry_interval_holds_value(metric, spec):
+    run = loaded(spec)
+    rates = rates_in(metric(run.records, run.plan, run.k))
+    assert rates
+    for r in rates:
+        if r.value is None:
+            assert r.ci_low is None and r.ci_high is None
+        else:
+            assert 0.0 <= r.ci_low <= r.value <= r.ci_high <= 1.0
+
+
+#: The test of each tag: a tag without a test here fails test_every_tag_is_tested.
+TAG_TESTS = {
+    "order_invariant": test_registry_order_invariant,
+    "counted_only": test_registry_counted_only,
+    "ineligible_is_missing": test_registry_ineligible_is_missing,
+    "ordered_family": test_registry_ordered_family,
+    "null_on_empty": test_registry_null_on_empty,
+    "interval_holds_value": test_registry_interval_holds_value,
+}
+
+
+def test_every_tag_is_tested():
+    assert set(TAG_TESTS) == set(TAGS)
+
+
+@pytest.mark.parametrize("metric", list(REGISTRY.values()), ids=lambda m: m.name)
+def test_every_registered_metric_has_known_tags(metric):
+    assert metric.tags, f"{metric.name} is registered without property tags"
+    assert metric.tags <= set(TAGS), sorted(metric.tags - set(TAGS))
+    assert (metric.rank is not None) == ("ordered_family" in metric.tags)
+
+
+def test_registering_without_tags_fails():
+    before = dict(REGISTRY)
+    with pytest.raises(ValueError, match="without property tags"):
+        register("untagged", lambda attempts, plan, k: None, tags=())
+    with pytest.raises(ValueError, match="unknown tags"):
+        register("mistagged", lambda attempts, plan, k: None, tags=("monotone",))
+    with pytest.raises(ValueError, match="rank"):
+        register("unranked", lambda attempts, plan, k: None, tags=("ordered_family",))
+    assert REGISTRY == before
+
+
+def test_headline_metrics_are_the_documents():
+    doc = capbench_nb.compute_metrics(capbench_nb.load_run(SAMPLE_RUN))
+    assert list(doc["metrics"]) == list(METRICS) == [m.name for m in REGISTRY.values() if m.headline]
+    assert set(REGISTRY) >= {"pass@1", "pass@k", "pass^k", "oracle_best_score@k", "pass@j", "pass^j"}

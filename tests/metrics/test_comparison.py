@@ -4,9 +4,9 @@
 - Newcombe's hybrid score interval (method 10) against a step-by-step hand computation,
   its edge cases, and its coverage by simulation (the figures are printed: run with -s);
 - every compatibility warning triggered by a minimal pair of runs, none for identical runs;
-- paired counts, flips and telemetry deltas hand-computed on small runs (B minus A);
-- comparison.md escaping, comparison.json byte-identical on repeat;
-- the comparison notebook executed with papermill.
+- paired counts, flips and telemetry deltas hand-computed on small runs (B minus A).
+
+comparison.md, the files written and the notebook: tests/outputs/test_comparison_report.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import copy
 import hashlib
 import json
 import math
-import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,16 +28,13 @@ from capbench_nb.metrics.comparison import (
     COMPARISON_SCHEMA_VERSION,
     WARNING_CODES,
     compare_runs,
-    comparison_markdown,
     compatibility_warnings,
-    md_escape,
     paired_outcomes,
-    write_comparison,
 )
-from capbench_nb.simulation.simulator import simulate_run
+from capbench_nb.simulation.writer import simulate_run
 from capbench_nb.metrics.stats import Z_95, mcnemar_exact, paired_difference_interval
 
-from conftest import REPO, SAMPLE_RUN, manifest, outcomes, record, write_run
+from conftest import SAMPLE_RUN, manifest, outcomes, record, write_run
 
 # =========================================================================== McNemar
 
@@ -512,36 +507,7 @@ def test_no_bootstrap_with_n_boot_zero(tmp_path):
         compare_runs(a, b, n_boot=-1)
 
 
-# =========================================================================== outputs
-
-
-def test_markdown_escapes_run_supplied_strings(tmp_path):
-    weird = "a|b`c*d<e_f[g]"
-    doc = _manifest([(weird, 1), ("plain", 1)])
-    doc["run_id"] = "run|`x`"
-    a = _run(tmp_path, "a", doc, outcomes({weird: "S", "plain": "A"}))
-    b = _run(tmp_path, "b", doc, outcomes({weird: "A", "plain": "S"}))
-    md = comparison_markdown(compare_runs(a, b))
-    assert md_escape(weird) == r"a\|b\`c\*d\<e\_f\[g\]"
-    assert md_escape(weird) in md and weird not in md
-    assert r"run\|\`x\`" in md and "run|`x`" not in md
-    assert md_escape("x\ny\u202e") == r"x\\ny\\u202e"
-    # every table row keeps its column count
-    for line in md.splitlines():
-        if line.startswith("| run |") or line.startswith("| A |") or line.startswith("| B |"):
-            assert line.replace("\\|", "").count("|") == 8
-
-
-def test_write_comparison_byte_identical(tmp_path, paired_runs):
-    a, b = paired_runs
-    p1 = write_comparison(compare_runs(a, b), tmp_path / "out1")
-    p2 = write_comparison(compare_runs(a, b), tmp_path / "out2")
-    assert [p.name for p in p1] == ["comparison.json", "comparison.md"]
-    for x, y in zip(p1, p2):
-        assert x.read_bytes() == y.read_bytes()
-    text = p1[0].read_text(encoding="ascii")
-    assert json.loads(text) == json.loads(json.dumps(compare_runs(a, b)))
-    assert not [f for f in os.listdir(tmp_path / "out1") if f.startswith(".")]
+# =========================================================================== the sample run
 
 
 def test_sample_run_against_itself():
@@ -552,53 +518,3 @@ def test_sample_run_against_itself():
         assert entry["difference"] == 0.0 and entry["mcnemar_p"] == 1.0 and entry["a_only"] == entry["b_only"] == 0
         assert entry["ci_low"] < 0 < entry["ci_high"]
     assert doc["telemetry"]["task_wall_ms"]["difference"] == 0.0
-
-
-# =========================================================================== the notebook
-
-
-@pytest.fixture
-def kernel_name(tmp_path, monkeypatch):
-    """A kernelspec that starts this very Python, found through JUPYTER_PATH for the test only."""
-    name = "capbench-nb-test"
-    spec_dir = tmp_path / "jupyter" / "kernels" / name
-    spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "capbench-nb test", "language": "python",
-        "env": {"MPLBACKEND": "module://matplotlib_inline.backend_inline"},
-    }), encoding="utf-8")
-    previous = os.environ.get("JUPYTER_PATH")
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter") + (os.pathsep + previous if previous else ""))
-    return name
-
-
-def test_notebook_executes_with_papermill(tmp_path, kernel_name):
-    papermill = pytest.importorskip("papermill")
-    nb_path = REPO / "notebooks" / "compare_runs.ipynb"
-    source = json.loads(nb_path.read_text(encoding="utf-8"))
-    # committed without outputs or execution counts; one cell tagged parameters
-    code = [c for c in source["cells"] if c["cell_type"] == "code"]
-    assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
-    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
-    assert len(params) == 1
-    for name in ("run_a: str", "run_b: str", "out_dir: str", "strict: bool", "seed: int"):
-        assert name in "".join(params[0]["source"])
-
-    a = simulate_run(tmp_path / "a", tasks=12, repeats=2, seed=5)
-    b = simulate_run(tmp_path / "b", tasks=12, repeats=2, seed=6, model="m-small")
-    out = tmp_path / "out"
-    executed = papermill.execute_notebook(
-        str(nb_path), str(tmp_path / "executed.ipynb"), kernel_name=kernel_name, progress_bar=False,
-        parameters={"run_a": str(a), "run_b": str(b), "out_dir": str(out), "strict": True, "seed": 7},
-        cwd=str(nb_path.parent), log_output=False)
-    written = json.loads((out / "comparison.json").read_text())
-    expected = compare_runs(cb.load_run(a), cb.load_run(b), seed=7)
-    assert written == json.loads(json.dumps(expected))
-    assert (out / "comparison.md").read_text() == comparison_markdown(expected)
-    assert [w["code"] for w in written["compatibility"]["warnings"]] == ["model"]
-    outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
-    assert any('src="data:image/png;base64,' in "".join(o.get("data", {}).get("text/html", "")) for o in outputs)
-    text = json.dumps([o.get("data", {}) for o in outputs])
-    assert "Strict mode" in text

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import capbench_nb as cb
-from capbench_nb.metrics.rates import prefix_curve, unbiased_curve
+from capbench_nb.metrics.curves import prefix_curve, unbiased_curve
 
 from conftest import TESTS, manifest, outcomes, record, write_run
 

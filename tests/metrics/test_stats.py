@@ -223,3 +223,27 @@ def test_array_scalar_inputs():
 def test_array_invalid_confidence_raises():
     with pytest.raises(ValueError):
         wilson_interval_array([1], [2], confidence=1.0)
+
+
+def _wilson_by_hand(x: int, n: int, z: float) -> tuple[float, float]:
+    """The Wilson formula in plain Python floats, step by step (the pre-vectorised scalar)."""
+    p = x / n
+    denom = 2 * (n + z * z)
+    center = (2 * n * p + z * z) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z * z)
+    return (0.0 if x == 0 else center - delta), (1.0 if x == n else center + delta)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.99])
+def test_scalar_is_the_array_to_the_last_bit(confidence):
+    """One implementation: the scalar goes through the array one, and both give the plain-float bits."""
+    from scipy.special import ndtri
+
+    z = Z_95 if confidence == 0.95 else float(ndtri(0.5 + 0.5 * confidence))
+    cases = [(x, n) for n in range(1, 120) for x in range(n + 1)] + [(12345, 10**9), (10**9 - 1, 10**9)]
+    xs, ns = np.array([c[0] for c in cases]), np.array([c[1] for c in cases])
+    low, high = wilson_interval_array(xs, ns, confidence=confidence)
+    for i, (x, n) in enumerate(cases):
+        scalar = wilson_interval(x, n, confidence=confidence)
+        assert scalar == _wilson_by_hand(x, n, z) == (low[i], high[i]), (x, n)
+        assert all(type(v) is float for v in scalar)

@@ -1,6 +1,7 @@
 """Report content: formatters, escaping, summary.md, and every show_/plot_ function.
 
-Displays are captured by replacing ``capbench_nb.outputs.reporting.display``; figures
+Displays are captured by replacing ``capbench_nb.outputs.tables.display`` (every section and figure
+is displayed through ``tables.show_html`` or ``tables.show_style``); figures
 are rendered off-screen (matplotlib Figure objects, Agg, no pyplot).
 """
 
@@ -20,6 +21,7 @@ from IPython.display import HTML  # noqa: E402
 
 import capbench_nb as cb  # noqa: E402
 from capbench_nb.outputs import reporting as rp  # noqa: E402
+from capbench_nb.outputs import tables  # noqa: E402
 from capbench_nb.outputs.reporting import (  # noqa: E402
     fmt_cost,
     fmt_count,
@@ -56,7 +58,7 @@ NASTY_IDS = [
 def captured(monkeypatch):
     """Everything the module displays, in order."""
     shown: list = []
-    monkeypatch.setattr(rp, "display", lambda obj, *a, **kw: shown.append(obj))
+    monkeypatch.setattr(tables, "display", lambda obj, *a, **kw: shown.append(obj))
     return shown
 
 
@@ -450,7 +452,7 @@ def test_figures_are_deterministic(sample, monkeypatch):
 
     def render():
         shown: list = []
-        monkeypatch.setattr(rp, "display", lambda obj, *a, **kw: shown.append(obj))
+        monkeypatch.setattr(tables, "display", lambda obj, *a, **kw: shown.append(obj))
         rp.plot_headline(doc, run)
         rp.plot_attempt_grid(run)
         return images_of(shown)

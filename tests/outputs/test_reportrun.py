@@ -110,7 +110,7 @@ def test_run_report_only_calls_into_the_package():
 def test_the_report_template_is_package_data():
     from importlib import resources
 
-    template = resources.files("capbench_nb").joinpath("templates", reportrun.HTML_TEMPLATE)
+    template = resources.files("capbench_nb.outputs").joinpath("templates", reportrun.HTML_TEMPLATE)
     assert template.joinpath("index.html.j2").is_file() and template.joinpath("conf.json").is_file()
     assert reportrun.find_notebook() == NOTEBOOKS / "run_report.ipynb"
     with pytest.raises(FileNotFoundError):
@@ -405,29 +405,6 @@ def test_a_kernel_that_dies_is_reported_with_its_cell(tmp_path, capfd):
     assert capfd.readouterr().err == ""
 
 
-def test_publishing_rolls_back_when_a_rename_fails(tmp_path, monkeypatch):
-    out, staging = tmp_path / "out", tmp_path / "out" / ".capbench-report-x.partial"
-    staging.mkdir(parents=True)
-    for name in reportrun.OUTPUT_FILES:
-        (staging / name).write_text("new " + name, encoding="utf-8")
-    (out / "metrics.json").write_text("old metrics", encoding="utf-8")
-    (out / "summary.md").write_text("old summary", encoding="utf-8")
-    real_replace = os.replace
-
-    def failing_replace(src, dst):
-        if Path(dst).name == "report.html" and Path(src).parent == staging:
-            raise OSError(28, "No space left on device")
-        return real_replace(src, dst)
-
-    monkeypatch.setattr(os, "replace", failing_replace)
-    with pytest.raises(OSError):
-        reportrun._publish(staging, out, reportrun.OUTPUT_FILES)
-    monkeypatch.setattr(os, "replace", real_replace)
-    assert (out / "metrics.json").read_text(encoding="utf-8") == "old metrics"
-    assert (out / "summary.md").read_text(encoding="utf-8") == "old summary"
-    assert not (out / "report.ipynb").exists() and not (out / "report.html").exists()
-
-
 # --------------------------------------------------------------------------- explore.ipynb
 
 
@@ -457,6 +434,8 @@ def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path
     across file systems through a staging folder inside it (simulated: another st_dev for the staging)."""
     import errno
 
+    from capbench_nb.io import publish
+
     out = tmp_path / "mounted"
     reportrun.build_report(SAMPLE_RUN, out, progress=False)
     inode = out.stat().st_ino
@@ -480,7 +459,7 @@ def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path
             return os.stat_result(fields)
         return result
 
-    monkeypatch.setattr(reportrun, "_rename_exchange", busy)
+    monkeypatch.setattr(publish, "rename_exchange", busy)
     monkeypatch.setattr(os, "rename", rename)
     monkeypatch.setattr(os, "stat", stat)
     reportrun.build_report(SAMPLE_RUN, out, progress=False)

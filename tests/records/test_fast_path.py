@@ -1,15 +1,17 @@
 """The columnar fast path of ``read_results`` against the exact streaming path (the reference).
 
-``read_results`` first tries ``_read_results_fast`` (pyarrow's JSON reader with the schema of a
-section-3 record, rules checked on whole columns); it only ever *accepts* a file, and whenever it
-declines, ``_read_results_exact`` (the per-line validating reader) decides.  So, for every file:
+``read_results`` first tries ``columnar_reader.read_results_fast`` (pyarrow's JSON reader with the
+schema of the field table, rules checked on whole columns); it only ever *accepts* a file, and
+whenever it declines, ``exact_reader.read_results_exact`` (the per-line validating reader)
+decides.  So, for every file:
 
 - a file the fast path accepts gives exactly the records DataFrame of the exact path (columns,
   dtypes, categories, values, order) and the same sha256;
 - a file it declines, in particular every invalid file, gives the exact path's error (strict) or
   records and anomalies (``strict=False``), because the exact path is what reads it.
 
-Cases: every kind of invalid input of ``test_validation.py``, hand-picked places where pyarrow is
+Cases: a case per check of every row of the format's field table and per invariant (generated from
+``capbench_nb.format``), more values of each kind, hand-picked places where pyarrow is
 more lenient than the exact reader (NaN tokens, a BOM, several objects on one line, blank lines,
 null containers, invalid UTF-8, ``-0``), chunk boundaries, and hypothesis-generated valid files and
 mutations of them.
@@ -27,19 +29,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO
+from conftest import (
+    ARTIFACT_DIR, EVIDENCE_CASES, FULL_TELEMETRY, NEGATIVE_CASES, RECORD_INVARIANT_CASES, RECORD_TYPE_CASES, REPO,
+    TELEMETRY_TYPE_CASES, TOO_LARGE_CASES, failed_record, full_record, invariant_cases, record_field_cases, third_line,
+    with_telemetry, without, write_full_run,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import capbench_nb
-import test_loading as tv
 from capbench_nb import InvalidRunError
-from capbench_nb.records import loading
+from capbench_nb.records import columnar_reader, exact_reader
+from capbench_nb.records.run import read_results
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.io.atomic import dumps
 from capbench_nb.format import TELEMETRY_FIELDS
 
-RUN_TELEMETRY = dict(tv._TELEMETRY)
+RUN_TELEMETRY = dict(FULL_TELEMETRY)
 
 # --------------------------------------------------------------------------- comparison helpers
 
@@ -74,12 +80,12 @@ def assert_frames_identical(a: pd.DataFrame, b: pd.DataFrame) -> None:
 
 def assert_same_as_exact(path: Path, *, accepted: bool | None = None) -> None:
     """``read_results`` gives what the exact path gives, strict and not; optionally check the fast path's verdict."""
-    fast = loading._read_results_fast(path / "results.jsonl", run_dir=path)
+    fast = columnar_reader.read_results_fast(path / "results.jsonl", run_dir=path)
     if accepted is not None:
         assert (fast is not None) == accepted, "fast path accepted" if fast is not None else "fast path declined"
     for strict in (True, False):
-        got = outcome(loading.read_results, path, strict)
-        want = outcome(loading._read_results_exact, path, strict)
+        got = outcome(read_results, path, strict)
+        want = outcome(exact_reader.read_results_exact, path, strict)
         if strict and want[0] == "error":
             assert fast is None, "the fast path accepted an invalid file"
         assert got[0] == want[0], (got[:1], want)
@@ -90,20 +96,20 @@ def assert_same_as_exact(path: Path, *, accepted: bool | None = None) -> None:
             assert got[2] == want[2]
             assert got[3] == want[3]
     if fast is not None:
-        exact = loading._read_results_exact(path / "results.jsonl", run_dir=path, strict=True)
+        exact = exact_reader.read_results_exact(path / "results.jsonl", run_dir=path, strict=True)
         assert_frames_identical(fast[0], exact[0])
         assert fast[1] == exact[2]
 
 
 def write(tmp_path: Path, lines, name: str = "run") -> Path:
-    return tv.write_run(tmp_path, lines, name=name)
+    return write_full_run(tmp_path, lines, name=name)
 
 
 # --------------------------------------------------------------------------- invalid input: every kind
 
 
 def _bad_lines() -> list:
-    rec, failed, without, with_telemetry = tv.record, tv.failed, tv.without, tv.with_telemetry
+    rec, failed = full_record, failed_record
     cases = [
         ("json", '{"task_id": "t2", "attempt": 1,,}'),
         ("trailing-garbage", json.dumps(rec("t2", 1)) + " {}"),
@@ -115,7 +121,7 @@ def _bad_lines() -> list:
         ("surrogate-utf8", json.dumps(rec("t2", 1)).encode().replace(b'"t2"', b'"t\xed\xa0\x802"') + b"\n"),
         ("overlong-utf8", json.dumps(rec("t2", 1)).encode().replace(b'"t2"', b'"t\xc0\xaf2"') + b"\n"),
         ("invalid-utf8-source", json.dumps(rec("t2", 1)).encode().replace(b'"attempt.json#/setup_ms"', b'"\xff"') + b"\n"),
-        ("invalid-utf8-evidence", json.dumps(failed("t2", 1, artifact_dir=tv.ARTIFACT_DIR, evidence=["attempt.json#/x"]))
+        ("invalid-utf8-evidence", json.dumps(failed("t2", 1, artifact_dir=ARTIFACT_DIR, evidence=["attempt.json#/x"]))
          .encode().replace(b"#/x", b"#/\xfe") + b"\n"),
         ("invalid-utf8-cost-source", json.dumps(rec("t2", 1, cost_source="p@1")).encode().replace(b'"p@1"', b'"p\xc3"') + b"\n"),
         ("invalid-utf8-artifact-dir", json.dumps(rec("t2", 1, artifact_dir="ab")).encode().replace(b'"ab"', b'"a\x80b"') + b"\n"),
@@ -146,19 +152,21 @@ def _bad_lines() -> list:
         cases.append((f"nan-quality-{value}", json.dumps(rec("t2", 1, quality_score=value))))
         cases.append((f"nan-telemetry-{value}", json.dumps(with_telemetry(task_wall_ms=value))))
         cases.append((f"nan-cost-{value}", json.dumps(rec("t2", 1, cost=value, cost_source="p@1"))))
-    for field in ("task_id", "attempt", "success", "agent_eligible", "failure_class"):
-        cases.append((f"missing-{field}", without(rec("t2", 1), field)))
-    for field, value in tv.TYPE_CASES:
+    # A case per check of every row of the field table, and per invariant (the format description).
+    for case_id, record_doc, _, _ in record_field_cases() + invariant_cases():
+        cases.append((f"format-{case_id}", record_doc))
+    # More values of each kind than one per row (samples, not rules).
+    for field, value in RECORD_TYPE_CASES:
         cases.append((f"type-{field}-{json.dumps(value)}", rec("t2", 1, **{field: value})))
     for cost in ("0.5", True, [0.5], {"usd": 0.5}):
         cases.append((f"cost-{json.dumps(cost)}", rec("t2", 1, cost=cost, cost_source="prices/x@2026-01-01")))
-    for name, value in tv.TELEMETRY_TYPE_CASES:
+    for name, value in TELEMETRY_TYPE_CASES:
         cases.append((f"telemetry-{name}-{json.dumps(value)}", with_telemetry(**{name: value})))
     for value in (True, False, 1.0, 0, -1, "1", None, [1]):
         cases.append((f"attempt-{json.dumps(value)}", rec("t2", value)))
     for value in (5, True, [], ["setup"], {}):
         cases.append((f"stage-{json.dumps(value)}", failed("t2", 1, failure_stage=value)))
-    for name, value in tv.NEGATIVE_CASES + tv.TOO_LARGE_CASES:
+    for name, value in NEGATIVE_CASES + TOO_LARGE_CASES:
         cases.append((f"telemetry-{name}-{value!r}", with_telemetry(**{name: value})))
     cases.append(("negative-cost", rec("t2", 1, cost=-0.5, cost_source="p@1")))
     cases.append(("attempt-2**53", rec("t2", 2**53)))
@@ -168,17 +176,17 @@ def _bad_lines() -> list:
         cases.append((f"quality-{score}", rec("t2", 1, quality_score=score)))
     for fclass in ("crash", "Agent", " agent", "success", "none"):
         cases.append((f"class-{fclass}", failed("t2", 1, failure_class=fclass)))
-    for stage in ("planning", "Setup", ""):
-        cases.append((f"stage-{stage}", failed("t2", 1, failure_stage=stage, artifact_dir=tv.ARTIFACT_DIR,
-                                               evidence=["attempt.json#/setup"])))
-    for param in tv.INVARIANT_CASES:
+    for param in RECORD_INVARIANT_CASES:
         cases.append((f"invariant-{param.id}", param.values[0]))
-    for param in tv.EVIDENCE_CASES:
+    for stage in ("planning", "Setup", ""):
+        cases.append((f"stage-{stage}", failed("t2", 1, failure_stage=stage, artifact_dir=ARTIFACT_DIR,
+                                               evidence=["attempt.json#/setup"])))
+    for param in EVIDENCE_CASES:
         artifact_dir, evidence = param.values
         cases.append((f"evidence-{param.id}", failed("t2", 1, artifact_dir=artifact_dir, failure_stage="setup",
                                                       failure_class="environment", agent_eligible=False,
                                                       evidence=evidence)))
-    cases.append(("evidence-without-stage", rec("t2", 1, artifact_dir=tv.ARTIFACT_DIR, evidence=["attempt.json#/nope"])))
+    cases.append(("evidence-without-stage", rec("t2", 1, artifact_dir=ARTIFACT_DIR, evidence=["attempt.json#/nope"])))
     for artifact_dir in ("../outside", "attempts/../../outside", "attempts/t1/..", "/tmp", "/", "a\\..\\b", "\\x",
                          "a\x00b"):
         cases.append((f"artifact-dir-{artifact_dir!r}", rec("t2", 1, artifact_dir=artifact_dir)))
@@ -192,7 +200,7 @@ def _bad_lines() -> list:
         ("cost-source", rec("t2", 1, cost=0.1, cost_source="p\udcff")),
         ("telemetry-source-value", rec("t2", 1, telemetry_source={"task_wall_ms": "x\udcff"})),
         ("telemetry-source-key", rec("t2", 1, telemetry_source={"task_wall_ms\udcff": "x"})),
-        ("evidence", failed("t2", 1, artifact_dir=tv.ARTIFACT_DIR, failure_stage="setup", failure_class="environment",
+        ("evidence", failed("t2", 1, artifact_dir=ARTIFACT_DIR, failure_stage="setup", failure_class="environment",
                             agent_eligible=False, evidence=["attempt.json#/setup\udcff"])),
         ("failure-class", failed("t2", 1, failure_class="agent\udcff")),
         ("extra-field-value", rec("t2", 1, note="\udcff")),
@@ -215,27 +223,27 @@ BAD = _bad_lines()
 def test_invalid_third_line_gives_the_exact_paths_answer(tmp_path, bad):
     # (a few of these lines are valid: "-0", spaces around the object, extra fields; the fast
     # path may decline a valid file, never accept an invalid one)
-    run = write(tmp_path, tv.third_line(bad))
+    run = write(tmp_path, third_line(bad))
     assert_same_as_exact(run, accepted=False)
 
 
 @pytest.mark.parametrize("bad", [b for _, b in BAD], ids=[i for i, _ in BAD])
 def test_invalid_last_line_without_blank_lines(tmp_path, bad):
     # no blank line in the file: only the bad line itself can make the fast path decline
-    run = write(tmp_path, [tv.record("t1", 1), tv.record("t1", 2), bad])
+    run = write(tmp_path, [full_record("t1", 1), full_record("t1", 2), bad])
     assert_same_as_exact(run)
 
 
 def test_lone_surrogate_escape_is_left_to_the_exact_path(tmp_path):
     # "\ud800" decodes to a Python string that is not Unicode text: pyarrow refuses it, so the
     # fast path declines, and the exact path names the line (invalid-unicode).
-    run = write(tmp_path, [tv.record("t1", 1), json.dumps(tv.record("\ud800", 1))])
-    assert loading._read_results_fast(run / "results.jsonl", run_dir=run) is None
+    run = write(tmp_path, [full_record("t1", 1), json.dumps(full_record("\ud800", 1))])
+    assert columnar_reader.read_results_fast(run / "results.jsonl", run_dir=run) is None
     with pytest.raises(InvalidRunError) as info:
-        loading.read_results(run / "results.jsonl", run_dir=run)
+        read_results(run / "results.jsonl", run_dir=run)
     assert (info.value.rule, info.value.line) == ("invalid-unicode", 2)
     assert info.value.pointer is None and "/task_id" in info.value.message
-    records, invalid, _ = loading.read_results(run / "results.jsonl", run_dir=run, strict=False)
+    records, invalid, _ = read_results(run / "results.jsonl", run_dir=run, strict=False)
     assert len(records) == 1
     assert [(a["line"], a["rule"], a["task_id"], a["attempt"]) for a in invalid] == [(2, "invalid-unicode", None, None)]
 
@@ -245,71 +253,71 @@ _NEW_RULES = [(i, b) for i, b in BAD if i.startswith(("lone-surrogate", "int-ove
 
 @pytest.mark.parametrize("name,bad", _NEW_RULES, ids=[i for i, _ in _NEW_RULES])
 def test_lone_surrogates_and_overlong_integers_name_their_line(tmp_path, name, bad):
-    run = write(tmp_path, tv.third_line(bad))
+    run = write(tmp_path, third_line(bad))
     with pytest.raises(InvalidRunError) as info:
-        loading.read_results(run / "results.jsonl", run_dir=run)
+        read_results(run / "results.jsonl", run_dir=run)
     assert info.value.line == 3
     assert info.value.rule == ("invalid-unicode" if name.startswith("lone") else "number-too-large")
 
 
 def test_surrogate_pairs_are_text(tmp_path):
     """A surrogate pair escape is one character (an emoji as json.dumps writes it): valid, accepted by both paths."""
-    run = write(tmp_path, [json.dumps(tv.record("t\U0001f600", 1)),
-                           json.dumps(tv.record("t1", 1, telemetry_source={"task_wall_ms": "\U0001f600"}))])
+    run = write(tmp_path, [json.dumps(full_record("t\U0001f600", 1)),
+                           json.dumps(full_record("t1", 1, telemetry_source={"task_wall_ms": "\U0001f600"}))])
     assert "\\ud83d\\ude00" in (run / "results.jsonl").read_text()
     assert_same_as_exact(run, accepted=True)
-    assert loading.read_results(run / "results.jsonl", run_dir=run)[0]["task_id"].tolist() == ["t\U0001f600", "t1"]
+    assert read_results(run / "results.jsonl", run_dir=run)[0]["task_id"].tolist() == ["t\U0001f600", "t1"]
 
 
 @pytest.mark.parametrize("limit", [120, 300])
 def test_a_line_above_the_length_limit_refuses_the_file(tmp_path, monkeypatch, limit):
-    """schema.MAX_LINE_BYTES (128 MiB), patched small: a longer line refuses the file in both modes; a line of
+    """format.MAX_LINE_BYTES (128 MiB), patched small: a longer line refuses the file in both modes; a line of
     exactly the limit is read."""
-    monkeypatch.setattr(loading, "MAX_LINE_BYTES", limit)
+    monkeypatch.setattr(exact_reader, "MAX_LINE_BYTES", limit)
     short = json.dumps({"task_id": "t1", "attempt": 1, "success": True, "agent_eligible": True,
                         "failure_class": ""}, separators=(",", ":"))
     exact = short[:-1] + "," + '"n":"' + "x" * (limit - len(short) - 7) + '"}'
     assert len(exact) == limit
     second = short.replace('"attempt":1', '"attempt":2')
     run = write(tmp_path, [exact, second], name="at-limit")
-    assert len(loading.read_results(run / "results.jsonl", run_dir=run)[0]) == 2
+    assert len(read_results(run / "results.jsonl", run_dir=run)[0]) == 2
     for strict in (True, False):
         long = exact[:-2] + 'xx"}'
         run = write(tmp_path, [short, long, short.replace('"attempt":1', '"attempt":3')], name=f"over-{strict}")
         with pytest.raises(InvalidRunError) as info:
-            loading.read_results(run / "results.jsonl", run_dir=run, strict=strict)
+            read_results(run / "results.jsonl", run_dir=run, strict=strict)
         assert (info.value.rule, info.value.line) == ("line-too-long", 2)
     # an earlier duplicate is still the first problem of a strict read
     run = write(tmp_path, [short, short, exact[:-2] + 'xx"}'], name="dup-first")
     with pytest.raises(InvalidRunError) as info:
-        loading.read_results(run / "results.jsonl", run_dir=run)
+        read_results(run / "results.jsonl", run_dir=run)
     assert (info.value.rule, info.value.line) == ("duplicate-attempt", 2)
 
 
 @pytest.mark.parametrize(
     "lines",
     [
-        pytest.param([b"\xef\xbb\xbf" + json.dumps(tv.record("t1", 1)).encode() + b"\n", tv.record("t1", 2)], id="bom"),
-        pytest.param([tv.record("t1", 1), "", tv.record("t1", 2)], id="blank-line"),
-        pytest.param(["", tv.record("t1", 1)], id="blank-first-line"),
-        pytest.param([tv.record("t1", 1), "   ", tv.record("t1", 2)], id="whitespace-line"),
-        pytest.param([tv.record("t1", 1), b"\r\n", tv.record("t1", 2)], id="crlf-blank-line"),
-        pytest.param([tv.record("t1", 1), tv.record("t1", 2), ""], id="blank-last-line"),
-        pytest.param([json.dumps(tv.record("t1", 1))[:40].encode()], id="truncated-only-line"),
-        pytest.param([tv.record("t1", 1), json.dumps(tv.record("t2", 1))[:40].encode()], id="truncated-last-line"),
-        pytest.param([tv.record("t1", 1), tv.record("t1", 1)], id="duplicate"),
-        pytest.param([tv.record("t1", 1), tv.record("t1", 2), tv.record("t1", 1), tv.record("t1", 2)], id="duplicates"),
-        pytest.param([tv.record("t1", 1), "{not json", tv.record("t1", 1)], id="error-before-duplicate"),
-        pytest.param([tv.record("t1", 1), "{}", json.dumps(tv.record("t1", 2)) + json.dumps(tv.record("t1", 3))],
+        pytest.param([b"\xef\xbb\xbf" + json.dumps(full_record("t1", 1)).encode() + b"\n", full_record("t1", 2)], id="bom"),
+        pytest.param([full_record("t1", 1), "", full_record("t1", 2)], id="blank-line"),
+        pytest.param(["", full_record("t1", 1)], id="blank-first-line"),
+        pytest.param([full_record("t1", 1), "   ", full_record("t1", 2)], id="whitespace-line"),
+        pytest.param([full_record("t1", 1), b"\r\n", full_record("t1", 2)], id="crlf-blank-line"),
+        pytest.param([full_record("t1", 1), full_record("t1", 2), ""], id="blank-last-line"),
+        pytest.param([json.dumps(full_record("t1", 1))[:40].encode()], id="truncated-only-line"),
+        pytest.param([full_record("t1", 1), json.dumps(full_record("t2", 1))[:40].encode()], id="truncated-last-line"),
+        pytest.param([full_record("t1", 1), full_record("t1", 1)], id="duplicate"),
+        pytest.param([full_record("t1", 1), full_record("t1", 2), full_record("t1", 1), full_record("t1", 2)], id="duplicates"),
+        pytest.param([full_record("t1", 1), "{not json", full_record("t1", 1)], id="error-before-duplicate"),
+        pytest.param([full_record("t1", 1), "{}", json.dumps(full_record("t1", 2)) + json.dumps(full_record("t1", 3))],
                      id="two-objects-and-an-empty-one"),
-        pytest.param([json.dumps(tv.record("t1", 1)) + json.dumps(tv.record("t1", 2)), ""], id="two-objects-then-blank"),
+        pytest.param([json.dumps(full_record("t1", 1)) + json.dumps(full_record("t1", 2)), ""], id="two-objects-then-blank"),
         pytest.param([], id="empty-file"),
         # an absent container is fine, a null one is not; pyarrow reads both as null
-        pytest.param([tv.record("t1", 1), tv.without(tv.record("t1", 2), "telemetry"),
-                      tv.record("t2", 1, telemetry=None)], id="telemetry-absent-and-null"),
-        pytest.param([tv.without(tv.record("t1", 1), "evidence"), tv.record("t1", 2, task_id="evidence", evidence=None)],
+        pytest.param([full_record("t1", 1), without(full_record("t1", 2), "telemetry"),
+                      full_record("t2", 1, telemetry=None)], id="telemetry-absent-and-null"),
+        pytest.param([without(full_record("t1", 1), "evidence"), full_record("t1", 2, task_id="evidence", evidence=None)],
                      id="evidence-null-with-a-decoy"),
-        pytest.param([tv.without(tv.record("t1", 1), "evidence"),
+        pytest.param([without(full_record("t1", 1), "evidence"),
                       '{"task_id": "t1", "attempt": 2, "success": true, "agent_eligible": true, "failure_class": "", '
                       '"\\u0065vidence": null}'], id="escaped-null-key"),
     ],
@@ -321,12 +329,12 @@ def test_line_structure_the_json_reader_would_miss(tmp_path, lines):
 def test_no_line_that_could_crash_the_json_reader_reaches_it(tmp_path):
     # pyarrow's JSON reader crashes (SIGSEGV) on a first value `null`: the fast path must check the
     # line structure first.  In a subprocess, so that a crash fails this test, not the session.
-    runs = [str(write(tmp_path, [first, tv.record("t1", 1)], name=f"run{i}"))
+    runs = [str(write(tmp_path, [first, full_record("t1", 1)], name=f"run{i}"))
             for i, first in enumerate(["null", "[]", "1", '"x"', "true", "{}null", "{} null", " null"])]
     code = textwrap.dedent(f"""
-        from capbench_nb.records import loading
+        from capbench_nb.records import columnar_reader
         for run in {runs!r}:
-            print(loading._read_results_fast(run + "/results.jsonl", run_dir=run))
+            print(columnar_reader.read_results_fast(run + "/results.jsonl", run_dir=run))
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -337,55 +345,97 @@ def test_no_line_that_could_crash_the_json_reader_reaches_it(tmp_path):
 
 
 VALID = [
-    pytest.param([tv.record("t1", 1), tv.failed("t1", 2), tv.record("t2", 1)], id="plain"),
-    pytest.param([json.dumps(tv.record("t1", 1)).encode() + b"\r\n", json.dumps(tv.record("t1", 2)).encode() + b"\r\n"],
+    pytest.param([full_record("t1", 1), failed_record("t1", 2), full_record("t2", 1)], id="plain"),
+    pytest.param([json.dumps(full_record("t1", 1)).encode() + b"\r\n", json.dumps(full_record("t1", 2)).encode() + b"\r\n"],
                  id="crlf"),
-    pytest.param([tv.record("t1", 1), json.dumps(tv.record("t1", 2)).encode()], id="no-final-newline"),
-    pytest.param([tv.record("t1", 1), json.dumps(tv.record("t1", 2)).encode() + b"\r"], id="final-cr-no-newline"),
-    pytest.param([tv.record("t1", 1, telemetry={"tool_calls": 0, "task_wall_ms": 5}, telemetry_source={}),
-                  tv.without(tv.record("t1", 2), "telemetry")], id="sparse-and-missing-telemetry"),
-    pytest.param([tv.record("t1", 1, telemetry={n: None for n in TELEMETRY_FIELDS}, telemetry_source={})],
+    pytest.param([full_record("t1", 1), json.dumps(full_record("t1", 2)).encode()], id="no-final-newline"),
+    pytest.param([full_record("t1", 1), json.dumps(full_record("t1", 2)).encode() + b"\r"], id="final-cr-no-newline"),
+    pytest.param([full_record("t1", 1, telemetry={"tool_calls": 0, "task_wall_ms": 5}, telemetry_source={}),
+                  without(full_record("t1", 2), "telemetry")], id="sparse-and-missing-telemetry"),
+    pytest.param([full_record("t1", 1, telemetry={n: None for n in TELEMETRY_FIELDS}, telemetry_source={})],
                  id="all-null-telemetry"),
-    pytest.param([tv.record("t1", 1, telemetry_source={"task_wall_ms": None, "setup_ms": "x"})],
+    pytest.param([full_record("t1", 1, telemetry_source={"task_wall_ms": None, "setup_ms": "x"})],
                  id="explicit-null-source"),
-    pytest.param([tv.record("t1", 1, quality_score=0), tv.record("t1", 2, quality_score=1),
-                  tv.record("t2", 1, quality_score=None)], id="quality-bounds"),
-    pytest.param([tv.record("t1", 1, cost=0.25, cost_source="p@1"), tv.record("t1", 2, cost=None, cost_source="p@2"),
-                  tv.record("t2", 1, cost=0, cost_source="p@1")], id="cost"),
-    pytest.param([tv.record("t1", 1, telemetry=dict(RUN_TELEMETRY, tool_calls=2**53 - 1, task_wall_ms=2**53 - 1))],
+    pytest.param([full_record("t1", 1, quality_score=0), full_record("t1", 2, quality_score=1),
+                  full_record("t2", 1, quality_score=None)], id="quality-bounds"),
+    pytest.param([full_record("t1", 1, cost=0.25, cost_source="p@1"), full_record("t1", 2, cost=None, cost_source="p@2"),
+                  full_record("t2", 1, cost=0, cost_source="p@1")], id="cost"),
+    pytest.param([full_record("t1", 1, telemetry=dict(RUN_TELEMETRY, tool_calls=2**53 - 1, task_wall_ms=2**53 - 1))],
                  id="2**53-1"),
-    pytest.param([tv.record("t1", 2**53 - 1)], id="attempt-2**53-1"),
-    pytest.param([tv.record("t1", 1, telemetry=dict(RUN_TELEMETRY, task_wall_ms=0.1, setup_ms=1e-320,
+    pytest.param([full_record("t1", 2**53 - 1)], id="attempt-2**53-1"),
+    pytest.param([full_record("t1", 1, telemetry=dict(RUN_TELEMETRY, task_wall_ms=0.1, setup_ms=1e-320,
                                                     device_execution_ms=123456789.123456789))], id="floats"),
-    pytest.param([tv.record("é\u2028\u00a0😀", 1), tv.record("a|b*`<x>", 1), tv.record("", 1), tv.record("t\x00", 1)],
+    pytest.param([full_record("é\u2028\u00a0😀", 1), full_record("a|b*`<x>", 1), full_record("", 1), full_record("t\x00", 1)],
                  id="unicode-task-ids"),
-    pytest.param([json.dumps(tv.record("é😀\\\"", 1), ensure_ascii=True)], id="escaped-ascii"),
-    pytest.param([json.dumps(tv.record("t1", 1), separators=(",", ":")), json.dumps(tv.record("t1", 2), indent=None),
-                  json.dumps(dict(reversed(list(tv.record("t1", 3).items()))))], id="formatting-and-key-order"),
+    pytest.param([json.dumps(full_record("é😀\\\"", 1), ensure_ascii=True)], id="escaped-ascii"),
+    pytest.param([json.dumps(full_record("t1", 1), separators=(",", ":")), json.dumps(full_record("t1", 2), indent=None),
+                  json.dumps(dict(reversed(list(full_record("t1", 3).items()))))], id="formatting-and-key-order"),
     pytest.param(['{"task_id" :"t1" , "attempt":1,"success" : true,\t"agent_eligible":true,"failure_class":""}'],
                  id="whitespace-inside"),
-    pytest.param([json.dumps(tv.record("t1", 1)).replace('"task_id"', '"task\\u005fid"')], id="escaped-key"),
-    pytest.param([tv.failed("t1", 1, artifact_dir=tv.ARTIFACT_DIR, failure_stage="device_execution",
+    pytest.param([json.dumps(full_record("t1", 1)).replace('"task_id"', '"task\\u005fid"')], id="escaped-key"),
+    pytest.param([failed_record("t1", 1, artifact_dir=ARTIFACT_DIR, failure_stage="device_execution",
                             evidence=["episode.json#/events/0", "attempt.json#/a~1b", "attempt.json#"]),
-                  tv.record("t1", 2, artifact_dir=tv.ARTIFACT_DIR, evidence=["./episode.json#/events/0"]),
-                  tv.failed("t2", 1, artifact_dir=tv.ARTIFACT_DIR + "/", failure_stage="setup",
+                  full_record("t1", 2, artifact_dir=ARTIFACT_DIR, evidence=["./episode.json#/events/0"]),
+                  failed_record("t2", 1, artifact_dir=ARTIFACT_DIR + "/", failure_stage="setup",
                             failure_class="environment", agent_eligible=False, evidence=["attempt.json#/setup"])],
                  id="evidence"),
-    pytest.param([tv.failed("t1", 1, failure_class=c, agent_eligible=e)
-                  for c, e in (("unknown", True),)] + [tv.failed("t1", 2, failure_class=c, agent_eligible=False)
+    pytest.param([failed_record("t1", 1, failure_class=c, agent_eligible=e)
+                  for c, e in (("unknown", True),)] + [failed_record("t1", 2, failure_class=c, agent_eligible=False)
                                                       for c in ("environment",)] +
-                 [tv.failed("t2", i + 1, failure_class=c, agent_eligible=False)
+                 [failed_record("t2", i + 1, failure_class=c, agent_eligible=False)
                   for i, c in enumerate(("evaluation", "skipped", "unknown"))], id="every-class"),
-    pytest.param([tv.record("t1", 1, artifact_dir="attempts/..x/1"), tv.record("t1", 2, artifact_dir="a/...")],
+    pytest.param([full_record("t1", 1, artifact_dir="attempts/..x/1"), full_record("t1", 2, artifact_dir="a/...")],
                  id="dots-that-are-not-dotdot"),
-    pytest.param([tv.without(tv.record("t1", 1), "evidence"), tv.record("t1", 2)], id="evidence-absent"),
-    pytest.param([tv.without(tv.without(tv.without(tv.record("t1", 1), "evidence"), "telemetry"), "telemetry_source"),
-                  tv.without(tv.without(tv.record("t1", 2), "evidence"), "telemetry_source")], id="containers-absent"),
-    pytest.param([tv.without(tv.record("t1", 1), "telemetry"), json.dumps(tv.record("é", 1), ensure_ascii=True)],
+    pytest.param([without(full_record("t1", 1), "evidence"), full_record("t1", 2)], id="evidence-absent"),
+    pytest.param([without(without(without(full_record("t1", 1), "evidence"), "telemetry"), "telemetry_source"),
+                  without(without(full_record("t1", 2), "evidence"), "telemetry_source")], id="containers-absent"),
+    pytest.param([without(full_record("t1", 1), "telemetry"), json.dumps(full_record("é", 1), ensure_ascii=True)],
                  id="absent-and-escapes-elsewhere"),
     pytest.param([{"task_id": "t1", "attempt": 1, "success": True, "agent_eligible": True, "failure_class": ""}],
                  id="required-fields-only"),
 ]
+
+
+def _format_valid_cases() -> list:
+    """A valid file per boundary of every row of the field table: null, absent, minimum, maximum, and
+    each value of a vocabulary (generated from the format description)."""
+    from capbench_nb.format import FAILURE_CLASSES, INELIGIBLE_CLASSES, RECORD, RECORD_TELEMETRY
+
+    out = []
+    for f in RECORD + RECORD_TELEMETRY:
+        values = [("null", None)] if f.nullable else []
+        if not f.required:
+            values.append(("absent", without))
+        values += [("min", f.minimum)] if f.minimum is not None else []
+        values += [("max", f.maximum)] if f.maximum is not None else []
+        for kind, value in values:
+            rec = full_record("t2", 1, cost_source="p@1")
+            if f.name.startswith("telemetry."):
+                key = f.name.split(".", 1)[1]
+                rec["telemetry"] = dict(rec["telemetry"])
+                if value is without:
+                    del rec["telemetry"][key]
+                else:
+                    rec["telemetry"][key] = value
+            elif value is without:
+                rec = without(rec, f.name)
+            else:
+                rec[f.name] = value
+            if rec.get("cost") is None:
+                rec["cost_source"] = None
+            out.append(pytest.param([full_record("t1", 1), rec], id=f"format-{f.name}-{kind}"))
+    for fclass in FAILURE_CLASSES:
+        rec = failed_record("t2", 1, failure_class=fclass, agent_eligible=fclass not in INELIGIBLE_CLASSES)
+        out.append(pytest.param([full_record("t1", 1), rec], id=f"format-failure_class-{fclass}"))
+    for stage in RECORD[[f.name for f in RECORD].index("failure_stage")].vocabulary:
+        rec = failed_record("t2", 1, failure_stage=stage, artifact_dir=ARTIFACT_DIR, evidence=["attempt.json#/setup"])
+        out.append(pytest.param([full_record("t1", 1), rec], id=f"format-failure_stage-{stage}"))
+    return out
+
+
+@pytest.mark.parametrize("lines", _format_valid_cases())
+def test_each_boundary_of_the_field_table_is_accepted_and_identical(tmp_path, lines):
+    assert_same_as_exact(write(tmp_path, lines), accepted=True)
 
 
 @pytest.mark.parametrize("lines", VALID)
@@ -395,9 +445,9 @@ def test_valid_files_are_accepted_and_identical(tmp_path, lines):
 
 def test_explicit_null_sources_read_as_absent(tmp_path):
     # pyarrow cannot tell {"x": null} from {}: both paths read a null source as no source
-    a = write(tmp_path, [tv.record("t1", 1, telemetry_source={"setup_ms": None, "task_wall_ms": "w"})], name="a")
-    b = write(tmp_path, [tv.record("t1", 1, telemetry_source={"task_wall_ms": "w"})], name="b")
-    for reader in (loading.read_results, loading._read_results_exact):
+    a = write(tmp_path, [full_record("t1", 1, telemetry_source={"setup_ms": None, "task_wall_ms": "w"})], name="a")
+    b = write(tmp_path, [full_record("t1", 1, telemetry_source={"task_wall_ms": "w"})], name="b")
+    for reader in (read_results, exact_reader.read_results_exact):
         ra = reader(a / "results.jsonl", run_dir=a)[0]["telemetry_source"].astype(str).tolist()
         rb = reader(b / "results.jsonl", run_dir=b)[0]["telemetry_source"].astype(str).tolist()
         assert ra == rb == ['{"task_wall_ms": "w"}']
@@ -405,24 +455,24 @@ def test_explicit_null_sources_read_as_absent(tmp_path):
 
 @pytest.mark.parametrize("chunk", [2500, 5000, 12000, 1 << 20])
 def test_chunk_boundaries(tmp_path, monkeypatch, chunk):
-    monkeypatch.setattr(loading, "_FAST_CHUNK", chunk)
+    monkeypatch.setattr(columnar_reader, "CHUNK_BYTES", chunk)
     lines = []
     for t in range(12):
         for a in range(1, 4):
-            rec = tv.record(f"t{t}", a) if (t + a) % 3 else tv.failed(f"t{t}", a, cost=0.5 + t, cost_source=f"p@{t % 2}")
+            rec = full_record(f"t{t}", a) if (t + a) % 3 else failed_record(f"t{t}", a, cost=0.5 + t, cost_source=f"p@{t % 2}")
             lines.append(rec)
     lines[-1] = json.dumps(lines[-1]).encode()  # and no final newline
     run = write(tmp_path, lines)
     assert_same_as_exact(run, accepted=True)
     # an invalid line after the first chunk still gives the exact error and line
-    lines[30] = tv.record("t10", 1, agent_eligible=False)
+    lines[30] = full_record("t10", 1, agent_eligible=False)
     bad = write(tmp_path, lines, name="bad")
     assert_same_as_exact(bad, accepted=False)
 
 
 def test_a_line_longer_than_a_chunk_falls_back(tmp_path, monkeypatch):
-    monkeypatch.setattr(loading, "_FAST_CHUNK", 300)
-    run = write(tmp_path, [tv.record("t1", 1), tv.record("t1", 2)])
+    monkeypatch.setattr(columnar_reader, "CHUNK_BYTES", 300)
+    run = write(tmp_path, [full_record("t1", 1), full_record("t1", 2)])
     assert_same_as_exact(run, accepted=False)
 
 
@@ -430,9 +480,9 @@ def test_a_line_longer_than_a_chunk_falls_back(tmp_path, monkeypatch):
 
 
 def _sample_runs(tmp_path: Path) -> list[Path]:
-    from capbench_nb.records.derivation import load_price_table
+    from capbench_nb.records.prices import load_price_table
     from capbench_nb.records.ingest import ingest_run
-    from capbench_nb.simulation.simulator import simulate_run
+    from capbench_nb.simulation.writer import simulate_run
 
     prices = load_price_table(REPO / "data" / "prices-example.json")
     runs = [REPO / "data" / "sample-run"]
@@ -447,10 +497,10 @@ def _sample_runs(tmp_path: Path) -> list[Path]:
 
 def test_metrics_identical_with_and_without_the_fast_path(tmp_path, monkeypatch):
     for run_dir in _sample_runs(tmp_path):
-        assert loading._read_results_fast(run_dir / "results.jsonl", run_dir=run_dir) is not None, run_dir
+        assert columnar_reader.read_results_fast(run_dir / "results.jsonl", run_dir=run_dir) is not None, run_dir
         fast = dumps(compute_metrics(capbench_nb.load_run(run_dir), slices=("app",)))
         with monkeypatch.context() as m:
-            m.setattr(loading, "_read_results_fast", lambda *a, **k: None)
+            m.setattr(columnar_reader, "read_results_fast", lambda *a, **k: None)
             exact_run = capbench_nb.load_run(run_dir)
             exact = dumps(compute_metrics(exact_run, slices=("app",)))
         assert fast == exact, run_dir
@@ -540,7 +590,7 @@ def test_number_text_reads_to_the_same_double(tmp_path_factory, texts):
     # value is refused: above 2**53 - 1, say, and then the exact path decides)
     lines = []
     for i, text in enumerate(texts):
-        rec = json.dumps(tv.record("t1", i + 1)).replace('"setup_ms": 2310.5', f'"setup_ms": {text}')
+        rec = json.dumps(full_record("t1", i + 1)).replace('"setup_ms": 2310.5', f'"setup_ms": {text}')
         lines.append(rec.replace('"cost": null', f'"cost": {text}').replace('"cost_source": null', '"cost_source": "p"'))
     # (pyarrow refuses some extreme exponents, such as 0E310, that Python reads: the fast path
     # then declines, which is fine; otherwise it must accept)
@@ -558,13 +608,13 @@ _SETTINGS = settings(max_examples=60, deadline=None,
 def test_random_valid_files(tmp_path_factory, lines, chunk):
     tmp = tmp_path_factory.mktemp("fast")
     run = write(tmp, lines)
-    old = loading._FAST_CHUNK
-    loading._FAST_CHUNK = chunk
+    old = columnar_reader.CHUNK_BYTES
+    columnar_reader.CHUNK_BYTES = chunk
     try:
         plain = lines and not any(b"\\u" in line for line in lines)  # no escape that could spell a key
         assert_same_as_exact(run, accepted=True if chunk == 1 << 20 and plain else None)
     finally:
-        loading._FAST_CHUNK = old
+        columnar_reader.CHUNK_BYTES = old
 
 
 _MUTATIONS = [b"null", b"{}", b"[]", b"[null]", b"NaN", b"-0", b"-0.0", b"1e999", b'"\\ud800"', b"true", b'"x"',

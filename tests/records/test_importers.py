@@ -23,7 +23,7 @@ from capbench_nb.records.evidence import EvidenceResolver
 from capbench_nb.records.importers import import_inspect, import_taubench
 from capbench_nb.records.importers import inspect_logs
 from capbench_nb.records.importers.inspect_logs import eval_reader_available, read_log, score_outcome
-from capbench_nb.metrics.rates import unbiased_curve
+from capbench_nb.metrics.curves import unbiased_curve
 
 DATA = TESTS / "data"
 TAU = DATA / "taubench" / "gpt-4o-airline.trials.jsonl"

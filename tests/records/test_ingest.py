@@ -13,11 +13,19 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import INGEST_EPISODE as EPISODE
+from conftest import INGEST_HISTORY as HISTORY
 from conftest import REPO
+from conftest import ingest_attempt_doc as attempt_doc
+from conftest import ingest_manifest_doc as manifest_doc
+from conftest import make_artifact_run as make_run
+from conftest import put_attempt as put
+from conftest import read_jsonl as read_lines
+from conftest import simple_artifact_run as simple_run
 
 from capbench_nb import InvalidRunError, load_run
 from capbench_nb.cli import main
-from capbench_nb.records.derivation import load_price_table
+from capbench_nb.records.prices import load_price_table
 from capbench_nb.records.evidence import EvidenceResolver
 from capbench_nb.records.ingest import attempt_directories, ingest_run
 from capbench_nb.format import TELEMETRY_FIELDS
@@ -25,103 +33,6 @@ from capbench_nb.format import TELEMETRY_FIELDS
 SAMPLE_RUN = REPO / "data" / "sample-run"
 
 # --------------------------------------------------------------------------- helpers
-
-
-def manifest_doc(tasks, *, judge=True, model="m-large") -> dict:
-    return {
-        "schema_version": "capbench.run/1",
-        "run_id": "ingest-test",
-        "suite": {"name": "unit", "version": "1"},
-        "created_at": "2026-11-28T10:00:00Z",
-        "status": "completed",
-        "runner": {"name": "tests", "version": "0"},
-        "config": {"model": model, "provider": "p1", "judge": judge},
-        "plan": {"repeats_override": None, "tasks": [{"task_id": t, "repeats": r} for t, r in tasks]},
-    }
-
-
-def attempt_doc(task_id, attempt, outcome="S") -> dict:
-    """attempt.json of outcome S (success), A (agent failure), E (setup failure), K (skipped), V (judge error)."""
-    doc = {
-        "task_id": task_id, "attempt": attempt,
-        "setup": {"status": "ok", "duration_ms": 1000 + attempt, "error": None},
-        "provider": {"available": True, "error": None},
-        "skip": None,
-        "agent": {"status": "completed", "task_wall_ms": 20000 + attempt},
-        "recovery": None,
-        "screenshots": [{"capture_ms": 100}],
-        "evaluation": {"judge_enabled": True, "hard_assertions": [{"name": "h", "passed": True}],
-                       "judge": {"status": "ok", "verdict": "pass", "score": 0.9, "error": None},
-                       "quality_score": 0.9},
-    }
-    if outcome == "A":
-        doc["evaluation"]["judge"]["verdict"] = "fail"
-        doc["evaluation"]["quality_score"] = 0.2
-    elif outcome == "E":
-        doc["setup"] = {"status": "failed", "duration_ms": 500, "error": "adb"}
-        doc["agent"] = {"status": "not_started", "task_wall_ms": None}
-        doc["evaluation"] = None
-    elif outcome == "K":
-        doc["skip"] = {"reason": "not applicable"}
-    elif outcome == "V":
-        doc["evaluation"]["judge"] = {"status": "error", "verdict": None, "score": None, "error": "timeout"}
-    return doc
-
-
-EPISODE = {
-    "run_metrics": {"input_tokens": 9100, "output_tokens": 840, "total_tokens": 9940,
-                    "cached_input_tokens": 6000, "reasoning_tokens": None, "time_to_first_token_ms": 640},
-    "events": [
-        {"type": "device_action", "name": "tap", "call_id": "c1", "start_ms": 1210, "end_ms": 1530, "status": "ok"},
-        {"type": "device_action", "name": "swipe", "call_id": "c4", "start_ms": 9000, "end_ms": None,
-         "status": "error", "error": "device offline"},
-        {"type": "tool_error", "call_id": "c3", "message": "element not found"},
-    ],
-}
-HISTORY = {"messages": [
-    {"role": "user", "content": "go"},
-    {"role": "assistant", "content": "", "usage": {"input_tokens": 3000, "output_tokens": 120},
-     "tool_calls": [{"id": "c1", "name": "tap"}, {"id": "c2", "name": "screenshot"}, {"id": "c3", "name": "pinch"}]},
-]}
-
-
-def put(run: Path, rel: str, attempt=None, episode=None, history=None) -> Path:
-    """Write one attempt directory ``run/attempts/<rel>``; dicts as JSON, strings verbatim."""
-    d = run / "attempts" / rel
-    d.mkdir(parents=True, exist_ok=True)
-    for name, doc in (("attempt.json", attempt), ("episode.json", episode), ("history.json", history)):
-        if doc is not None:
-            (d / name).write_text(doc if isinstance(doc, str) else json.dumps(doc, indent=1), encoding="utf-8")
-    return d
-
-
-def make_run(path: Path, attempts: dict, *, tasks=None, judge=True) -> Path:
-    """``attempts`` maps ``"dir/dir"`` to (task_id, attempt, outcome[, episode[, history]])."""
-    path.mkdir(parents=True, exist_ok=True)
-    if tasks is None:
-        seen = {}
-        for spec in attempts.values():
-            seen[spec[0]] = max(seen.get(spec[0], 1), spec[1])
-        tasks = sorted(seen.items())
-    (path / "manifest.json").write_text(json.dumps(manifest_doc(tasks, judge=judge), indent=2), encoding="utf-8")
-    for rel, spec in attempts.items():
-        task_id, number, outcome, *rest = spec
-        episode = rest[0] if rest else None
-        history = rest[1] if len(rest) > 1 else None
-        put(path, rel, attempt_doc(task_id, number, outcome), episode, history)
-    return path
-
-
-def simple_run(path: Path) -> Path:
-    return make_run(path, {
-        "t1/1": ("t1", 1, "S", EPISODE, HISTORY),
-        "t1/2": ("t1", 2, "A", EPISODE),
-        "t2/1": ("t2", 1, "E"),
-    })
-
-
-def read_lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def snapshot(root: Path) -> dict:
@@ -478,7 +389,7 @@ def test_prices_and_tools_are_applied(tmp_path):
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"name": "prices/p1", "version": "v9", "effective_date": "2026-10-01",
                                   "models": {"m-large": {"input": 1e-06, "output": 2e-06}}}), encoding="utf-8")
-    from capbench_nb.records.derivation import ToolConfig
+    from capbench_nb.records.prices import ToolConfig
     ingest_run(run, prices=load_price_table(prices), tools=ToolConfig(frozenset({"pinch"})), progress=False)
     recs = read_lines(run / "results.jsonl")
     assert recs[0]["cost"] == pytest.approx(9100 * 1e-06 + 840 * 2e-06)

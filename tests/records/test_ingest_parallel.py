@@ -17,13 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from conftest import INGEST_EPISODE as EPISODE
+from conftest import INGEST_HISTORY as HISTORY
 from conftest import deadline as _deadline
+from conftest import make_artifact_run as make_run
+from conftest import read_jsonl as read_lines
+from conftest import simple_artifact_run as simple_run
 from capbench_nb import InvalidRunError
 from capbench_nb.records import derivation
 from capbench_nb.records.derivation import derive_record, read_artifacts
 from capbench_nb.records.ingest import ingest_run
 
-from test_ingest import EPISODE, HISTORY, make_run, read_lines, simple_run
 
 # (file, its text, (rule, message, pointer, line) of the error, or None when the file is accepted)
 # with attempt.json = {"task_id": "t", "attempt": 1} unless attempt.json is the file.  The

@@ -21,10 +21,21 @@ import pandas as pd
 import pytest
 
 import capbench_nb
+from conftest import ARTIFACT_DIR, ATTEMPT_JSON, EVIDENCE_CASES, NEGATIVE_CASES, TELEMETRY_TYPE_CASES
+from conftest import FULL_TELEMETRY as _TELEMETRY
+from conftest import RECORD_INVARIANT_CASES as INVARIANT_CASES
+from conftest import RECORD_TYPE_CASES as TYPE_CASES
+from conftest import TOO_LARGE_CASES, third_line, with_telemetry, without
+from conftest import failed_record as failed
+from conftest import full_manifest as manifest
+from conftest import full_record as record
+from conftest import write_full_run as write_run
+
 from capbench_nb import InvalidRunError, load_run
 
 # --------------------------------------------------------------------------- helpers
 
+#: Spec section 5, in its order (written out here, not taken from the package under test).
 TELEMETRY_FIELDS = (
     "task_wall_ms", "setup_ms", "tool_calls", "device_actions", "llm_calls",
     "input_tokens", "output_tokens", "total_tokens", "cached_input_tokens",
@@ -32,118 +43,6 @@ TELEMETRY_FIELDS = (
     "screenshot_capture_ms", "tool_errors", "replan_count",
     "recovery_attempted", "recovery_succeeded",
 )
-
-_TELEMETRY = {
-    "task_wall_ms": 48210, "setup_ms": 2310.5, "tool_calls": 4, "device_actions": 3,
-    "llm_calls": 5, "input_tokens": 9100, "output_tokens": 840, "total_tokens": 9940,
-    "cached_input_tokens": 6000, "reasoning_tokens": None, "time_to_first_token_ms": 640,
-    "device_execution_ms": 320, "screenshot_capture_ms": 210, "tool_errors": 1,
-    "replan_count": 0, "recovery_attempted": True, "recovery_succeeded": True,
-}
-
-ARTIFACT_DIR = "attempts/t1/1"
-#: attempt.json of ARTIFACT_DIR: keys chosen to exercise RFC 6901 escaping.
-ATTEMPT_JSON = {
-    "setup": {"status": "failed", "error": "adb"},
-    "list": [10, 20],
-    "a/b": "slash",
-    "m~n": "tilde",
-    "~1": "tilde-one",
-    "a b": "space",
-    "x#y": "hash",
-    "": "empty key",
-}
-EPISODE_JSON = {"events": [{"type": "device_action", "status": "error", "start_ms": 1, "end_ms": None}]}
-
-
-def record(task_id="t1", attempt=1, /, **overrides) -> dict:
-    """A valid successful attempt record with every section-3 field; ``overrides`` win."""
-    rec = {
-        "task_id": task_id,
-        "attempt": attempt,
-        "artifact_dir": None,
-        "success": True,
-        "agent_eligible": True,
-        "failure_class": "",
-        "failure_stage": None,
-        "evidence": [],
-        "quality_score": 0.9,
-        "telemetry": dict(_TELEMETRY),
-        "telemetry_source": {k: f"attempt.json#/{k}" for k, v in _TELEMETRY.items() if v is not None},
-        "cost": None,
-        "cost_source": None,
-    }
-    rec.update(overrides)
-    return rec
-
-
-def failed(task_id="t1", attempt=1, /, **overrides) -> dict:
-    """A valid agent failure (eligible, class ``agent``)."""
-    fields = {"success": False, "agent_eligible": True, "failure_class": "agent", "quality_score": 0.2}
-    fields.update(overrides)
-    return record(task_id, attempt, **fields)
-
-
-def without(rec: dict, key: str) -> dict:
-    rec = dict(rec)
-    del rec[key]
-    return rec
-
-
-def with_telemetry(**values) -> dict:
-    tele = dict(_TELEMETRY)
-    tele.update(values)
-    return record("t2", 1, telemetry=tele)
-
-
-def manifest(tasks=(("t1", 3), ("t2", 3)), **plan_overrides) -> dict:
-    """A valid manifest; ``plan_overrides`` replace keys of ``plan``."""
-    plan = {
-        "repeats_override": None,
-        "k": min(r for _, r in tasks),
-        "tasks": [{"task_id": tid, "repeats": r, "app": "settings"} for tid, r in tasks],
-    }
-    plan.update(plan_overrides)
-    return {
-        "schema_version": "capbench.run/1",
-        "run_id": "run-1",
-        "suite": {"name": "core", "version": "1"},
-        "created_at": "2026-11-28T10:00:00Z",
-        "status": "completed",
-        "runner": {"name": "capbench-runner", "version": "0.9.2"},
-        "config": {"model": "m", "judge": True},
-        "plan": plan,
-    }
-
-
-def encode_lines(lines) -> bytes:
-    """dict -> one JSON line; str -> that text plus a newline; bytes -> verbatim."""
-    out = b""
-    for item in lines:
-        if isinstance(item, bytes):
-            out += item
-        elif isinstance(item, str):
-            out += item.encode("utf-8") + b"\n"
-        else:
-            out += json.dumps(item).encode("utf-8") + b"\n"
-    return out
-
-
-def write_run(root: Path, lines=(), *, manifest_doc=None, manifest_text=None, name="run") -> Path:
-    """Write RUN_DIR under ``root``: manifest, results.jsonl and ARTIFACT_DIR's files."""
-    run = root / name
-    run.mkdir()
-    if manifest_text is None:
-        manifest_text = json.dumps(manifest() if manifest_doc is None else manifest_doc, indent=2)
-    (run / "manifest.json").write_text(manifest_text, encoding="utf-8")
-    (run / "results.jsonl").write_bytes(encode_lines(lines))
-    art = run / ARTIFACT_DIR
-    art.mkdir(parents=True)
-    (art / "attempt.json").write_text(json.dumps(ATTEMPT_JSON), encoding="utf-8")
-    (art / "episode.json").write_text(json.dumps(EPISODE_JSON), encoding="utf-8")
-    (art / "notjson.json").write_text("{oops", encoding="utf-8")
-    (art / "subdir").mkdir()
-    return run
 
 
 def invalid(tmp_path: Path, lines, **kw) -> InvalidRunError:
@@ -159,11 +58,6 @@ def assert_results_error(err: InvalidRunError, tmp_path: Path, rule: str, line: 
     assert err.pointer is None
     assert err.message
     assert f"results.jsonl:{line}" in str(err) and f"[rule: {rule}]" in str(err)
-
-
-def third_line(bad) -> list:
-    """A valid line, a blank line, then ``bad`` (line 3)."""
-    return [record("t1", 1), "", bad]
 
 
 # --------------------------------------------------------------------------- the valid baseline
@@ -367,19 +261,6 @@ def test_optional_fields_may_be_absent(tmp_path, field):
     assert len(run.records) == 1
 
 
-TYPE_CASES = [
-    ("task_id", 5), ("task_id", None), ("task_id", ["t2"]),
-    ("success", "true"), ("success", 1), ("success", None),
-    ("agent_eligible", 0), ("agent_eligible", "yes"), ("agent_eligible", None),
-    ("failure_class", None), ("failure_class", 0), ("failure_class", ["agent"]),
-    ("artifact_dir", 5), ("artifact_dir", ["attempts"]), ("artifact_dir", True),
-    ("evidence", "attempt.json#/setup"), ("evidence", [1]), ("evidence", [None]), ("evidence", {"a": 1}),
-    ("quality_score", "0.5"), ("quality_score", True), ("quality_score", [0.5]),
-    ("cost_source", 5), ("cost_source", True),
-    ("telemetry", []), ("telemetry", "fast"), ("telemetry", 3), ("telemetry", None),
-    ("telemetry_source", []), ("telemetry_source", "episode.json"),
-    ("telemetry_source", {"task_wall_ms": 5}), ("telemetry_source", {"task_wall_ms": ["attempt.json"]}),
-]
 
 
 @pytest.mark.parametrize("field,value", TYPE_CASES, ids=[f"{f}={json.dumps(v)}" for f, v in TYPE_CASES])
@@ -398,12 +279,6 @@ def test_cost_of_wrong_type(tmp_path, cost):
     assert_results_error(err, tmp_path, "type", 3)
 
 
-TELEMETRY_TYPE_CASES = [
-    ("task_wall_ms", "48210"), ("setup_ms", True), ("time_to_first_token_ms", [640]),
-    ("tool_calls", 1.0), ("tool_calls", 2.5), ("tool_calls", True), ("tool_calls", "4"),
-    ("input_tokens", 9100.0), ("total_tokens", False), ("replan_count", {"n": 1}),
-    ("recovery_attempted", 1), ("recovery_attempted", "true"), ("recovery_succeeded", 0.0),
-]
 
 
 @pytest.mark.parametrize(
@@ -436,10 +311,6 @@ def test_failure_stage_array_or_object_is_invalid_input_not_a_crash(tmp_path, va
     assert err.line == 3 and err.rule in ("type", "failure-stage")
 
 
-NEGATIVE_CASES = [
-    ("task_wall_ms", -1), ("setup_ms", -0.001), ("tool_calls", -1), ("total_tokens", -5),
-    ("device_execution_ms", -20.5), ("replan_count", -1),
-]
 
 
 @pytest.mark.parametrize("name,value", NEGATIVE_CASES, ids=[f"{n}={v}" for n, v in NEGATIVE_CASES])
@@ -453,10 +324,6 @@ def test_negative_cost(tmp_path):
     assert_results_error(err, tmp_path, "negative", 3)
 
 
-TOO_LARGE_CASES = [
-    ("tool_calls", 2**53), ("input_tokens", 2**64), ("task_wall_ms", 2**53),
-    ("task_wall_ms", 1e16), ("setup_ms", 1e300),
-]
 
 
 @pytest.mark.parametrize("name,value", TOO_LARGE_CASES, ids=[f"{n}={v!r}" for n, v in TOO_LARGE_CASES])
@@ -499,28 +366,6 @@ def test_unknown_failure_stage(tmp_path, stage):
 
 # --------------------------------------------------------------------------- invariants
 
-INVARIANT_CASES = [
-    pytest.param(record("t2", 1, agent_eligible=False), "success-implies-eligible", id="success-ineligible"),
-    pytest.param(record("t2", 1, agent_eligible=False, failure_class="environment"), "success-implies-eligible",
-                 id="success-ineligible-with-class"),
-    pytest.param(record("t2", 1, failure_class="agent"), "success-implies-no-class", id="success-with-agent-class"),
-    pytest.param(record("t2", 1, failure_class="unknown"), "success-implies-no-class", id="success-with-unknown-class"),
-    pytest.param(failed("t2", 1, failure_class=""), "failure-needs-class", id="failure-without-class"),
-    pytest.param(failed("t2", 1, failure_class="environment", agent_eligible=True), "class-implies-ineligible",
-                 id="environment-eligible"),
-    pytest.param(failed("t2", 1, failure_class="evaluation", agent_eligible=True), "class-implies-ineligible",
-                 id="evaluation-eligible"),
-    pytest.param(failed("t2", 1, failure_class="skipped", agent_eligible=True), "class-implies-ineligible",
-                 id="skipped-eligible"),
-    pytest.param(failed("t2", 1, failure_class="agent", agent_eligible=False), "agent-implies-eligible",
-                 id="agent-ineligible"),
-    pytest.param(failed("t2", 1, failure_stage="device_execution", evidence=[]), "stage-needs-evidence",
-                 id="stage-empty-evidence"),
-    pytest.param(without(failed("t2", 1, failure_stage="setup", failure_class="environment", agent_eligible=False),
-                         "evidence"), "stage-needs-evidence", id="stage-evidence-absent"),
-    pytest.param(record("t2", 1, cost=0.5, cost_source=None), "cost-needs-source", id="cost-null-source"),
-    pytest.param(without(record("t2", 1, cost=0.5), "cost_source"), "cost-needs-source", id="cost-absent-source"),
-]
 
 
 @pytest.mark.parametrize("rec,rule", INVARIANT_CASES)
@@ -604,29 +449,6 @@ def test_rfc6901_escapes_resolve_to_the_right_values():
     assert resolve_pointer(ATTEMPT_JSON, "") == ATTEMPT_JSON
 
 
-EVIDENCE_CASES = [
-    pytest.param(ARTIFACT_DIR, ["missing.json#/setup"], id="missing-file"),
-    pytest.param("attempts/t9/9", ["attempt.json#/setup"], id="missing-artifact-dir"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/nope"], id="missing-key"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/a/b"], id="unescaped-slash-is-two-tokens"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/a%20b"], id="no-percent-decoding"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/list/2"], id="index-past-end"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/list/-"], id="dash-index"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/list/01"], id="leading-zero-index"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/list/-1"], id="negative-index"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/setup/status/x"], id="step-into-string"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/~2"], id="bad-tilde-escape"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#setup"], id="pointer-without-slash"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json"], id="no-hash"),
-    pytest.param(ARTIFACT_DIR, ["#/setup"], id="no-file"),
-    pytest.param(ARTIFACT_DIR, ["notjson.json#"], id="file-not-json"),
-    pytest.param(ARTIFACT_DIR, ["subdir#"], id="file-is-a-directory"),
-    pytest.param(ARTIFACT_DIR, ["../1/attempt.json#/setup"], id="dotdot-in-reference"),
-    pytest.param(ARTIFACT_DIR, ["../../../manifest.json#/run_id"], id="dotdot-to-manifest"),
-    pytest.param(ARTIFACT_DIR, ["/etc/hostname#"], id="absolute-reference"),
-    pytest.param(None, ["attempt.json#/setup"], id="artifact-dir-null"),
-    pytest.param(ARTIFACT_DIR, ["attempt.json#/setup", "attempt.json#/nope"], id="second-reference-broken"),
-]
 
 
 @pytest.mark.parametrize("artifact_dir,evidence", EVIDENCE_CASES)

@@ -23,7 +23,7 @@ import pytest
 from capbench_nb import InvalidRunError, load_run
 from capbench_nb.records.derivation import derive_record
 from capbench_nb.records.ingest import attempt_directories, ingest_run, record_line
-from capbench_nb.records.loading import read_results
+from capbench_nb.records.run import read_results
 from capbench_nb.records.recorder import RunRecorder
 from conftest import REPO, SAMPLE_RUN, manifest, record
 from recorder_writer import make_record, planned

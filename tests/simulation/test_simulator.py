@@ -15,18 +15,14 @@ import pytest
 
 import capbench_nb as cb
 from capbench_nb.cli import main
-from capbench_nb.records.derivation import PriceTable, load_tool_config
+from capbench_nb.records.prices import PriceTable, load_tool_config
 from capbench_nb.records.ingest import ingest_run
-from capbench_nb.format import CLASS_KEYS, TELEMETRY_FIELDS
-from capbench_nb.simulation.simulator import (
-    _CATALOGUE,
-    _DEVICE_TOOLS,
-    CAUSES,
-    TRUTH_FILE,
-    build_run,
-    expected_metrics,
-    simulate_run,
-)
+from capbench_nb.format import CLASS_KEYS, RECORD, TELEMETRY, TELEMETRY_FIELDS
+from capbench_nb.simulation.expected import expected_metrics
+from capbench_nb.simulation.generator import CATALOGUE, DEVICE_TOOLS
+from capbench_nb.simulation.options import CAUSES
+from capbench_nb.simulation.truth import TRUTH_FILE
+from capbench_nb.simulation.writer import build_run, simulate_run
 from capbench_nb.metrics.stats import wilson_interval
 
 from conftest import REPO, SAMPLE_RUN
@@ -176,7 +172,7 @@ def test_same_arguments_same_bytes_other_seed_other_bytes(tmp_path):
 
 
 def test_bytes_do_not_depend_on_hash_randomisation(tmp_path):
-    code = ("import sys; from capbench_nb.simulation.simulator import simulate_run; "
+    code = ("import sys; from capbench_nb.simulation.writer import simulate_run; "
             "simulate_run(sys.argv[1], tasks=10, repeats=2, seed=9, artifacts=True, short_tasks=1, extra_attempts=1)")
     for hashseed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=hashseed)
@@ -211,7 +207,7 @@ def test_plan_shape_options(tmp_path):
     assert len(above) == 1
     assert expected_metrics(run.truth)["anomalies"] == [(above[0]["task_id"], above[0]["attempt"])]
     assert build_run(tasks=5, repeats=2, seed=1).manifest["status"] == "completed"
-    ids = [t["task_id"] for t in build_run(tasks=2 * len(_CATALOGUE) + 1, repeats=1, seed=1).manifest["plan"]["tasks"]]
+    ids = [t["task_id"] for t in build_run(tasks=2 * len(CATALOGUE) + 1, repeats=1, seed=1).manifest["plan"]["tasks"]]
     assert len(set(ids)) == len(ids)
 
 
@@ -230,6 +226,25 @@ def test_truth_file_format(tmp_path):
         assert a["cause"] in CAUSES
         assert a["files"][0] == "attempt.json"
         assert sorted(p.name for p in (run_dir / a["record"]["artifact_dir"]).iterdir()) == sorted(a["files"])
+
+
+def test_truth_records_have_the_formats_fields_and_sources(tmp_path):
+    """Every truth record has exactly the record fields of the format description, every telemetry
+    field, and each source where the format says it comes from (history usage for tokens aside)."""
+    sources = {t.name: t.source for t in TELEMETRY}
+    run = build_run(tasks=40, repeats=3, seed=3, artifacts=True, **SHAPE, **HEAVY)
+    fallback = 0
+    for a in run.truth["attempts"]:
+        record = a["record"]
+        assert set(record) == {f.name for f in RECORD}
+        assert tuple(record["telemetry"]) == TELEMETRY_FIELDS
+        for name, source in record["telemetry_source"].items():
+            if source != sources[name]:
+                assert (name, source) in {("recovery_attempted", "attempt.json#/recovery")} or (
+                    name in ("input_tokens", "output_tokens", "total_tokens") and source == "history.json#/messages"
+                ), (name, source)
+                fallback += source == "history.json#/messages"
+    assert fallback  # the heavy options meet the history fallback
 
 
 def test_refuses_a_non_empty_output_directory(tmp_path):
@@ -260,10 +275,10 @@ def test_bad_options_are_refused(tmp_path):
 
 
 def test_catalogue_critical_steps_are_device_actions():
-    for task_id, app, package, prompt, steps, critical, assertions in _CATALOGUE:
-        assert steps[critical][0] in _DEVICE_TOOLS, task_id
+    for task_id, app, package, prompt, steps, critical, assertions in CATALOGUE:
+        assert steps[critical][0] in DEVICE_TOOLS, task_id
         assert assertions and task_id.startswith(app + ".")
-    assert load_tool_config().device_actions == _DEVICE_TOOLS  # the spec's list, the package's default
+    assert load_tool_config().device_actions == DEVICE_TOOLS  # the spec's list, the package's default
 
 
 def test_telemetry_distributions_are_plausible():

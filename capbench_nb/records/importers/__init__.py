@@ -8,7 +8,7 @@ Each writes a complete run directory (manifest.json, results.jsonl and one
 command reads unchanged.  The mappings are documented in docs/importers.md.
 """
 
-from capbench_nb.records.importers._common import ImportReport
+from capbench_nb.records.importers.common import ImportReport
 from capbench_nb.records.importers.inspect_logs import import_inspect
 from capbench_nb.records.importers.taubench import import_taubench
 

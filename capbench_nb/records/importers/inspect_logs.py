@@ -23,7 +23,6 @@ scalar sample metadata -> plan-task labels.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import zipfile
@@ -35,18 +34,8 @@ from typing import Any
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import RUN_SCHEMA_VERSION
-from capbench_nb.records.importers._common import (
-    RECORD_FILE,
-    SUCCESS_TOLERANCE,
-    ImportedAttempt,
-    ImportReport,
-    base_record,
-    pointer,
-    read_source_bytes,
-    sha256_hex,
-    unit_score,
-    write_imported_run,
-)
+from capbench_nb.io.jsonparse import JsonMessages, parse_document
+from capbench_nb.records.importers import common
 
 __all__ = ["import_inspect", "read_log", "score_outcome", "eval_reader_available", "EXTRA_HINT"]
 
@@ -85,11 +74,6 @@ def _bad(file: str, message: str, *, rule: str = "inspect-format", line: int | N
     return InvalidRunError(file, rule, message, line=line)
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 # --------------------------------------------------------------------------- reading
 
 
@@ -113,17 +97,14 @@ def eval_reader_available() -> bool:
     return _zstd_zipfile() is not None
 
 
+#: How a log's JSON fails: the message says line and column (the member of a .eval names the file).
+_JSON_MESSAGES = JsonMessages(syntax="not valid JSON: {msg} (line {lineno}, column {colno})", syntax_line=False,
+                              utf8_rule="utf-8")
+
+
 def _parse_json(data: bytes, file: str, what: str) -> Any:
-    """JSON as inspect writes it: UTF-8, bare NaN/Infinity tokens accepted."""
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise _bad(file, f"{what}: not valid UTF-8 at byte {exc.start}", rule="utf-8") from None
-    except json.JSONDecodeError as exc:
-        raise _bad(file, f"{what}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                   rule="json") from None
-    except RecursionError:
-        raise _bad(file, f"{what}: JSON nested too deeply", rule="json") from None
+    """JSON as inspect writes it: UTF-8 (a BOM allowed), bare NaN/Infinity tokens accepted."""
+    return parse_document(data, file=file, rule="json", messages=_JSON_MESSAGES, what=what, encoding="utf-8-sig")
 
 
 def _read_eval(file: str, raw: bytes) -> tuple[dict, list[dict]]:
@@ -169,7 +150,7 @@ def read_log(path: str | os.PathLike) -> InspectLog:
         a reader (message naming the ``inspect`` extra).
     """
     file = str(path)
-    raw = read_source_bytes(path, "inspect log")
+    raw = common.read_source_bytes(path, "inspect log")
     if raw.startswith(b"PK\x03\x04"):
         header, samples = _read_eval(file, raw)
         form = "eval"
@@ -181,7 +162,7 @@ def read_log(path: str | os.PathLike) -> InspectLog:
         if samples is None:
             samples = []
         if not isinstance(samples, list):
-            raise _bad(file, f"'samples' must be a list, not {_short(samples)}")
+            raise _bad(file, f"'samples' must be a list, not {common.describe(samples)}")
         header = {k: v for k, v in doc.items() if k != "samples"}
         form = "json"
     if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
@@ -189,7 +170,7 @@ def read_log(path: str | os.PathLike) -> InspectLog:
     for i, sample in enumerate(samples):
         if not isinstance(sample, dict):
             raise _bad(file, f"sample {i} is not an object")
-    return InspectLog(file=file, format=form, sha256=sha256_hex(raw), header=header, samples=samples)
+    return InspectLog(file=file, format=form, sha256=common.sha256_hex(raw), header=header, samples=samples)
 
 
 # --------------------------------------------------------------------------- mapping
@@ -230,9 +211,9 @@ def score_outcome(value: Any) -> tuple[str, float | None]:
         return "failure", None
     if not math.isfinite(number):
         return "invalid", None
-    if abs(number - 1.0) <= SUCCESS_TOLERANCE:
-        return "success", unit_score(number)
-    return "failure", unit_score(number)
+    if abs(number - 1.0) <= common.SUCCESS_TOLERANCE:
+        return "success", common.unit_score(number)
+    return "failure", common.unit_score(number)
 
 
 def _scorer_names(log: InspectLog) -> list[str]:
@@ -274,7 +255,7 @@ def _telemetry(sample: dict) -> tuple[dict, dict]:
         seconds = sample.get(key)
         if type(seconds) in (int, float) and math.isfinite(seconds) and seconds >= 0:
             values["task_wall_ms"] = round(seconds * 1000.0, 3)
-            sources["task_wall_ms"] = RECORD_FILE + "#" + pointer(key)
+            sources["task_wall_ms"] = common.RECORD_FILE + "#" + common.pointer(key)
             break
     usage = sample.get("model_usage")
     if isinstance(usage, dict) and usage and all(isinstance(u, dict) for u in usage.values()):
@@ -284,18 +265,18 @@ def _telemetry(sample: dict) -> tuple[dict, dict]:
             counts = [_count(u.get(key)) for u in usage.values()]
             if all(c is not None for c in counts):
                 values[field_name] = sum(counts)
-                sources[field_name] = RECORD_FILE + "#/model_usage"
+                sources[field_name] = common.RECORD_FILE + "#/model_usage"
     messages = sample.get("messages")
     if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
         values["tool_calls"] = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
         values["tool_errors"] = sum(1 for m in messages if m.get("role") == "tool" and m.get("error"))
-        sources["tool_calls"] = sources["tool_errors"] = RECORD_FILE + "#/messages"
+        sources["tool_calls"] = sources["tool_errors"] = common.RECORD_FILE + "#/messages"
     return values, sources
 
 
-def _attempt(task_id: str, sample: dict, scorer: str) -> ImportedAttempt:
+def _attempt(task_id: str, sample: dict, scorer: str) -> common.ImportedAttempt:
     epoch = sample["epoch"]
-    rec = base_record(task_id, epoch)
+    rec = common.base_record(task_id, epoch)
     values, sources = _telemetry(sample)
     rec["telemetry"].update(values)
     rec["telemetry_source"] = sources
@@ -304,10 +285,10 @@ def _attempt(task_id: str, sample: dict, scorer: str) -> ImportedAttempt:
     if sample.get("error"):
         # An exception ended the epoch (solver, tool, sandbox, provider or scorer): no fair outcome,
         # and no telling whose fault it was.  inspect drops it from its reducers too.
-        rec.update(agent_eligible=False, failure_class="unknown", evidence=[RECORD_FILE + "#/error"])
+        rec.update(agent_eligible=False, failure_class="unknown", evidence=[common.RECORD_FILE + "#/error"])
     elif not isinstance(score, dict) or "value" not in score:
-        where = "#" + pointer("scores") if "scores" in sample else "#"
-        rec.update(agent_eligible=False, failure_class="unknown", evidence=[RECORD_FILE + where])
+        where = "#" + common.pointer("scores") if "scores" in sample else "#"
+        rec.update(agent_eligible=False, failure_class="unknown", evidence=[common.RECORD_FILE + where])
     else:
         value = score["value"]
         if isinstance(value, (dict, list)):
@@ -315,12 +296,12 @@ def _attempt(task_id: str, sample: dict, scorer: str) -> ImportedAttempt:
         outcome, quality = score_outcome(value)
         if outcome == "invalid":
             rec.update(agent_eligible=False, failure_class="evaluation", failure_stage="evaluation",
-                       evidence=[RECORD_FILE + "#" + pointer("scores", scorer, "value")])
+                       evidence=[common.RECORD_FILE + "#" + common.pointer("scores", scorer, "value")])
         else:
             success = outcome == "success"
             rec.update(success=success, failure_class="" if success else "agent", quality_score=quality)
     source = {k: v for k, v in sample.items() if k not in OMITTED_SAMPLE_KEYS}
-    return ImportedAttempt(rec, source)
+    return common.ImportedAttempt(rec, source)
 
 
 def _valid_id(sample_id: Any) -> bool:
@@ -369,13 +350,113 @@ def _one_or_joined(values: list[str]) -> str:
     return distinct[0] if len(distinct) == 1 else "+".join(distinct)
 
 
+def _collect_samples(logs: list[InspectLog], scorer: str | None,
+                     multi: bool) -> tuple[dict[str, dict], list[common.ImportedAttempt], list[str]]:
+    """The plan (task id -> repeats, samples, source), the attempts and the scorer chosen per log.
+
+    Raises InvalidRunError for epochs or sample ids of the wrong type, a task planned with different
+    epochs in two logs, a (sample, epoch) given twice, or a score value that is a dict or a list.
+    """
+    plan: dict[str, dict] = {}  # task_id -> {"repeats", "samples": [...], "file"}
+    attempts: list[common.ImportedAttempt] = []
+    where: dict[tuple[str, int], str] = {}
+    scorers: list[str] = []
+    for log in logs:
+        ev = log.header["eval"]
+        epochs = (ev.get("config") or {}).get("epochs", 1)
+        if epochs is None:
+            epochs = 1
+        if type(epochs) is not int or epochs < 1:
+            raise _bad(log.file, f"eval.config.epochs must be an integer >= 1, found {common.describe(epochs)}")
+        chosen = _choose_scorer(log, scorer)
+        scorers.append(chosen)
+        prefix = f"{ev.get('task')}/" if multi else ""
+        dataset_ids = (ev.get("dataset") or {}).get("sample_ids")
+        order = list(dataset_ids) if isinstance(dataset_ids, list) else []
+        for i, sid in [(None, sid) for sid in order] + [(i, s.get("id")) for i, s in enumerate(log.samples)]:
+            if not _valid_id(sid):
+                what = "eval.dataset.sample_ids" if i is None else f"sample {i}"
+                raise _bad(log.file, f"{what}: sample id {common.describe(sid)} is not an integer or non-empty string")
+        listed = set(order)
+        extra = sorted({s["id"] for s in log.samples if s["id"] not in listed}, key=_sample_sort_key)
+        for sid in order + extra:
+            task_id = prefix + str(sid)
+            entry = plan.get(task_id)
+            if entry is None:
+                plan[task_id] = {"repeats": epochs, "samples": [], "task": ev.get("task"), "file": log.file, "id": sid}
+            elif entry["repeats"] != epochs:
+                raise _bad(log.file, f"task {task_id!r} is planned with {epochs} epoch(s) here and "
+                           f"{entry['repeats']} in {entry['file']}", rule="inspect-epochs")
+            elif entry["id"] != sid:
+                raise _bad(log.file, f"sample ids {common.describe(entry['id'])} and {common.describe(sid)} "
+                                     f"both read as task {task_id!r}")
+        for i, sample in enumerate(log.samples):
+            sid, epoch = sample.get("id"), sample.get("epoch")
+            if type(epoch) is not int or epoch < 1:
+                raise _bad(log.file, f"sample {i} ({common.describe(sid)}): epoch must be an integer >= 1, "
+                                     f"found {common.describe(epoch)}")
+            task_id = prefix + str(sid)
+            key = (task_id, epoch)
+            if key in where:
+                raise _bad(log.file, f"sample {common.describe(sid)} epoch {epoch} is also in "
+                                     f"{where[key]}", rule="duplicate-attempt")
+            where[key] = log.file
+            try:
+                attempts.append(_attempt(task_id, sample, chosen))
+            except _UnsupportedValue as exc:
+                raise _bad(log.file, f"sample {common.describe(sid)} epoch {epoch}: score {chosen!r} has a "
+                                     f"{exc} value; only single values (C/I/P/N, numbers, booleans, strings) "
+                                     "are supported", rule="inspect-score-value") from None
+            plan[task_id]["samples"].append(sample)
+    return plan, attempts, scorers
+
+
+def _manifest(logs: list[InspectLog], model: str, scorers: list[str], plan_tasks: list[dict]) -> dict[str, Any]:
+    """The run's manifest: status, run id, suite and versions from the logs, the plan, the import provenance."""
+    evs = [log.header["eval"] for log in logs]
+    statuses = [_STATUS.get(log.header.get("status"), "partial") for log in logs]
+    status = "aborted" if "aborted" in statuses else "partial" if "partial" in statuses else "completed"
+    run_ids = sorted({str(ev.get("run_id")) for ev in evs})
+    if len(run_ids) == 1 and evs[0].get("run_id"):
+        run_id = f"inspect-{run_ids[0]}"
+    else:
+        run_id = "inspect-" + common.sha256_hex("\n".join(sorted(log.sha256 for log in logs)).encode())[:16]
+    versions = [str((ev.get("packages") or {}).get("inspect_ai")) for ev in evs if (ev.get("packages") or {}).get("inspect_ai")]
+    manifest: dict[str, Any] = {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "run_id": run_id,
+        "suite": {"name": _one_or_joined([str(ev.get("task")) for ev in evs]),
+                  "version": _one_or_joined([str(ev.get("task_version", "")) for ev in evs])},
+    }
+    created = evs[0].get("created")
+    if isinstance(created, str):
+        manifest["created_at"] = created
+    manifest.update({
+        "status": status,
+        "runner": {"name": "inspect_ai", **({"version": _one_or_joined(versions)} if versions else {})},
+        "config": {"model": model, "scorer": _one_or_joined(scorers)},
+        "plan": {"repeats_override": None, "k": min(t["repeats"] for t in plan_tasks), "tasks": plan_tasks},
+        "import": {
+            "from": "inspect_ai",
+            "toolkit": "capbench-nb",
+            "toolkit_version": __version__,
+            "sources": [{"file": Path(log.file).name, "sha256": log.sha256, "format": log.format,
+                         "eval_id": log.header["eval"].get("eval_id"), "task": log.header["eval"].get("task"),
+                         "status": log.header.get("status"), "samples": len(log.samples)} for log in logs],
+            "record_file": common.RECORD_FILE,
+            "record_omits": list(OMITTED_SAMPLE_KEYS),
+        },
+    })
+    return manifest
+
+
 def import_inspect(
     paths: list[str | os.PathLike] | str | os.PathLike,
     out: str | os.PathLike,
     *,
     scorer: str | None = None,
     force: bool = False,
-) -> ImportReport:
+) -> common.ImportReport:
     """Import one or more inspect_ai logs (``.json`` or ``.eval``) as a run directory at ``out``.
 
     Several logs make one run when they evaluate one model: logs of one task
@@ -416,55 +497,7 @@ def import_inspect(
     tasks = sorted({str(log.header["eval"].get("task")) for log in logs})
     multi = len(tasks) > 1
 
-    plan: dict[str, dict] = {}  # task_id -> {"repeats", "samples": [...], "file"}
-    attempts: list[ImportedAttempt] = []
-    where: dict[tuple[str, int], str] = {}
-    scorers: list[str] = []
-    for log in logs:
-        ev = log.header["eval"]
-        epochs = (ev.get("config") or {}).get("epochs", 1)
-        if epochs is None:
-            epochs = 1
-        if type(epochs) is not int or epochs < 1:
-            raise _bad(log.file, f"eval.config.epochs must be an integer >= 1, found {_short(epochs)}")
-        chosen = _choose_scorer(log, scorer)
-        scorers.append(chosen)
-        prefix = f"{ev.get('task')}/" if multi else ""
-        dataset_ids = (ev.get("dataset") or {}).get("sample_ids")
-        order = list(dataset_ids) if isinstance(dataset_ids, list) else []
-        for i, sid in [(None, sid) for sid in order] + [(i, s.get("id")) for i, s in enumerate(log.samples)]:
-            if not _valid_id(sid):
-                what = "eval.dataset.sample_ids" if i is None else f"sample {i}"
-                raise _bad(log.file, f"{what}: sample id {_short(sid)} is not an integer or non-empty string")
-        listed = set(order)
-        extra = sorted({s["id"] for s in log.samples if s["id"] not in listed}, key=_sample_sort_key)
-        for sid in order + extra:
-            task_id = prefix + str(sid)
-            entry = plan.get(task_id)
-            if entry is None:
-                plan[task_id] = {"repeats": epochs, "samples": [], "task": ev.get("task"), "file": log.file, "id": sid}
-            elif entry["repeats"] != epochs:
-                raise _bad(log.file, f"task {task_id!r} is planned with {epochs} epoch(s) here and "
-                           f"{entry['repeats']} in {entry['file']}", rule="inspect-epochs")
-            elif entry["id"] != sid:
-                raise _bad(log.file, f"sample ids {_short(entry['id'])} and {_short(sid)} both read as task {task_id!r}")
-        for i, sample in enumerate(log.samples):
-            sid, epoch = sample.get("id"), sample.get("epoch")
-            if type(epoch) is not int or epoch < 1:
-                raise _bad(log.file, f"sample {i} ({_short(sid)}): epoch must be an integer >= 1, found {_short(epoch)}")
-            task_id = prefix + str(sid)
-            key = (task_id, epoch)
-            if key in where:
-                raise _bad(log.file, f"sample {_short(sid)} epoch {epoch} is also in {where[key]}", rule="duplicate-attempt")
-            where[key] = log.file
-            try:
-                attempts.append(_attempt(task_id, sample, chosen))
-            except _UnsupportedValue as exc:
-                raise _bad(log.file, f"sample {_short(sid)} epoch {epoch}: score {chosen!r} has a {exc} value; "
-                           "only single values (C/I/P/N, numbers, booleans, strings) are supported",
-                           rule="inspect-score-value") from None
-            plan[task_id]["samples"].append(sample)
-
+    plan, attempts, scorers = _collect_samples(logs, scorer, multi)
     if not plan:
         raise _bad(logs[0].file, "the log has no samples and no dataset sample ids")
     reserved = _RESERVED_LABELS + (("inspect_task",) if multi else ())
@@ -476,38 +509,5 @@ def import_inspect(
         task.update(_labels(sorted(entry["samples"], key=lambda s: s["epoch"]), reserved))
         plan_tasks.append(task)
 
-    evs = [log.header["eval"] for log in logs]
-    statuses = [_STATUS.get(log.header.get("status"), "partial") for log in logs]
-    status = "aborted" if "aborted" in statuses else "partial" if "partial" in statuses else "completed"
-    run_ids = sorted({str(ev.get("run_id")) for ev in evs})
-    if len(run_ids) == 1 and evs[0].get("run_id"):
-        run_id = f"inspect-{run_ids[0]}"
-    else:
-        run_id = "inspect-" + sha256_hex("\n".join(sorted(log.sha256 for log in logs)).encode())[:16]
-    versions = [str((ev.get("packages") or {}).get("inspect_ai")) for ev in evs if (ev.get("packages") or {}).get("inspect_ai")]
-    manifest: dict[str, Any] = {
-        "schema_version": RUN_SCHEMA_VERSION,
-        "run_id": run_id,
-        "suite": {"name": _one_or_joined([str(ev.get("task")) for ev in evs]),
-                  "version": _one_or_joined([str(ev.get("task_version", "")) for ev in evs])},
-    }
-    created = evs[0].get("created")
-    if isinstance(created, str):
-        manifest["created_at"] = created
-    manifest.update({
-        "status": status,
-        "runner": {"name": "inspect_ai", **({"version": _one_or_joined(versions)} if versions else {})},
-        "config": {"model": models[0], "scorer": _one_or_joined(scorers)},
-        "plan": {"repeats_override": None, "k": min(t["repeats"] for t in plan_tasks), "tasks": plan_tasks},
-        "import": {
-            "from": "inspect_ai",
-            "toolkit": "capbench-nb",
-            "toolkit_version": __version__,
-            "sources": [{"file": Path(log.file).name, "sha256": log.sha256, "format": log.format,
-                         "eval_id": log.header["eval"].get("eval_id"), "task": log.header["eval"].get("task"),
-                         "status": log.header.get("status"), "samples": len(log.samples)} for log in logs],
-            "record_file": RECORD_FILE,
-            "record_omits": list(OMITTED_SAMPLE_KEYS),
-        },
-    })
-    return write_imported_run(out, manifest, attempts, force=force)
+    manifest = _manifest(logs, models[0], scorers, plan_tasks)
+    return common.write_imported_run(out, manifest, attempts, force=force)

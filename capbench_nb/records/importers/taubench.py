@@ -32,31 +32,21 @@ from typing import Any
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import RUN_SCHEMA_VERSION
-from capbench_nb.records.importers._common import (
-    RECORD_FILE,
-    SUCCESS_TOLERANCE,
-    ImportedAttempt,
-    ImportReport,
-    base_record,
-    pointer,
-    read_source_bytes,
-    sha256_hex,
-    unit_score,
-    write_imported_run,
-)
+from capbench_nb.io.jsonparse import JsonMessages, json_error, parse_document
+from capbench_nb.records.importers import common
 
 __all__ = ["import_taubench", "read_trials"]
 
 _KIND = "tau-bench results file"
+#: The file as a whole that does not parse (or decode).
+_FILE_MESSAGES = JsonMessages(utf8_rule="utf-8")
+#: A line of the JSON-lines form that does not parse.
+_LINE_MESSAGES = JsonMessages(syntax="not valid JSON: {msg} (column {colno}); expected a JSON list of trials "
+                                     "or one trial object per line")
 
 
 def _bad(file: str, message: str, *, line: int | None = None, rule: str = "tau-bench-format") -> InvalidRunError:
     return InvalidRunError(file, rule, message, line=line)
-
-
-def _describe(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_trials(path: str | os.PathLike) -> tuple[list[tuple[int | None, dict]], str, bytes]:
@@ -73,36 +63,84 @@ def read_trials(path: str | os.PathLike) -> tuple[list[tuple[int | None, dict]],
         The file's bytes (its sha256 identifies the run).
     """
     file = str(path)
-    raw = read_source_bytes(path, _KIND)
+    raw = common.read_source_bytes(path, _KIND)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _bad(file, f"not valid UTF-8 at byte {exc.start}", rule="utf-8") from None
+        raise json_error(exc, file=file, messages=_FILE_MESSAGES) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         if text.lstrip().startswith("["):
-            raise _bad(file, f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno, rule="json") from None
+            raise json_error(exc, file=file, messages=_FILE_MESSAGES) from None
         doc = None  # JSON lines, read one by one below
-    except RecursionError:
-        raise _bad(file, "JSON nested too deeply", rule="json") from None
+    except (ValueError, RecursionError) as exc:
+        raise json_error(exc, file=file, messages=_FILE_MESSAGES) from None
     if isinstance(doc, list):
         return [(None, t) for t in doc], "json", raw
     if doc is not None and not (isinstance(doc, dict) and "task_id" in doc):
-        shown = f"an object with keys {_describe(sorted(doc)[:6])}" if isinstance(doc, dict) else _describe(doc)
+        shown = f"an object with keys {common.describe(sorted(doc)[:6])}" if isinstance(doc, dict) \
+            else common.describe(doc)
         raise _bad(file, f"expected a JSON list of trials or one trial object per line, found {shown}")
     trials = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            trials.append((lineno, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise _bad(file, f"not valid JSON: {exc.msg} (column {exc.colno}); expected a JSON list of trials "
-                       "or one trial object per line", line=lineno, rule="json") from None
-        except RecursionError:
-            raise _bad(file, "JSON nested too deeply", line=lineno, rule="json") from None
+        trials.append((lineno, parse_document(line, file=file, messages=_LINE_MESSAGES, line=lineno)))
     return trials, "jsonl", raw
+
+
+def _checked_trials(file: str, trials: list) -> tuple[list[tuple[str, int, float, dict]], dict[str, int | str]]:
+    """Every trial as ``(task_id, trial, reward, trial object)``, checked, and the task ids as the file has them.
+
+    Raises InvalidRunError naming the trial (or line) for a trial that is no object, lacks a key,
+    has a value of the wrong type, or repeats a (task, trial).
+    """
+    seen: dict[tuple[str, int], str] = {}
+    ids: dict[str, int | str] = {}
+    parsed = []
+    for index, (line, trial) in enumerate(trials):
+        where = f"trial {index}" if line is None else "this line"
+        if not isinstance(trial, dict):
+            raise _bad(file, f"{where}: a trial must be an object, found {common.describe(trial)}", line=line)
+        for key in ("task_id", "trial", "reward"):
+            if key not in trial:
+                raise _bad(file, f"{where}: the trial has no {key!r}", line=line)
+        tid, number, reward = trial["task_id"], trial["trial"], trial["reward"]
+        if not (type(tid) is int or (isinstance(tid, str) and tid)):
+            raise _bad(file, f"{where}: task_id must be an integer or a non-empty string, found "
+                             f"{common.describe(tid)}", line=line)
+        if type(number) is not int or number < 0:
+            raise _bad(file, f"{where}: trial must be an integer >= 0, found {common.describe(number)}", line=line)
+        if type(reward) not in (int, float) or not math.isfinite(reward):
+            raise _bad(file, f"{where}: reward must be a finite number, found {common.describe(reward)}", line=line)
+        task_id = str(tid)
+        if task_id in ids and ids[task_id] != tid:
+            raise _bad(file, f"{where}: task_id {common.describe(tid)} and {common.describe(ids[task_id])} "
+                             f"both read as task {task_id!r}",
+                       line=line)
+        ids[task_id] = tid
+        label = where if line is None else f"line {line}"
+        if (task_id, number) in seen:
+            raise _bad(file, f"{where}: task {task_id!r} trial {number} is also recorded at {seen[(task_id, number)]}",
+                       line=line, rule="duplicate-attempt")
+        seen[(task_id, number)] = label
+        parsed.append((task_id, number, float(reward), trial))
+    return parsed, ids
+
+
+def _attempt(task_id: str, number: int, reward: float, trial: dict) -> common.ImportedAttempt:
+    """One trial as an attempt: an errored one ``unknown`` and ineligible, else success by its reward."""
+    rec = common.base_record(task_id, number + 1)
+    key = _error_key(trial.get("info"))
+    if key is not None:
+        rec.update(success=False, agent_eligible=False, failure_class="unknown",
+                   evidence=[common.RECORD_FILE + "#" + common.pointer("info", key)])
+    else:
+        success = abs(reward - 1.0) <= common.SUCCESS_TOLERANCE
+        rec.update(success=success, agent_eligible=True, failure_class="" if success else "agent",
+                   quality_score=common.unit_score(reward))
+    return common.ImportedAttempt(rec, trial)
 
 
 def _error_key(info: Any) -> str | None:
@@ -128,7 +166,7 @@ def import_taubench(
     suite: str | None = None,
     model: str | None = None,
     run_id: str | None = None,
-) -> ImportReport:
+) -> common.ImportReport:
     """Import a tau-bench results file as a run directory at ``out``.
 
     Parameters
@@ -156,53 +194,15 @@ def import_taubench(
     if not trials:
         raise _bad(file, "the file holds no trials")
 
-    seen: dict[tuple[str, int], str] = {}
-    ids: dict[str, int | str] = {}
-    parsed = []
-    for index, (line, trial) in enumerate(trials):
-        where = f"trial {index}" if line is None else "this line"
-        if not isinstance(trial, dict):
-            raise _bad(file, f"{where}: a trial must be an object, found {_describe(trial)}", line=line)
-        for key in ("task_id", "trial", "reward"):
-            if key not in trial:
-                raise _bad(file, f"{where}: the trial has no {key!r}", line=line)
-        tid, number, reward = trial["task_id"], trial["trial"], trial["reward"]
-        if not (type(tid) is int or (isinstance(tid, str) and tid)):
-            raise _bad(file, f"{where}: task_id must be an integer or a non-empty string, found {_describe(tid)}", line=line)
-        if type(number) is not int or number < 0:
-            raise _bad(file, f"{where}: trial must be an integer >= 0, found {_describe(number)}", line=line)
-        if type(reward) not in (int, float) or not math.isfinite(reward):
-            raise _bad(file, f"{where}: reward must be a finite number, found {_describe(reward)}", line=line)
-        task_id = str(tid)
-        if task_id in ids and ids[task_id] != tid:
-            raise _bad(file, f"{where}: task_id {_describe(tid)} and {_describe(ids[task_id])} both read as task {task_id!r}",
-                       line=line)
-        ids[task_id] = tid
-        label = where if line is None else f"line {line}"
-        if (task_id, number) in seen:
-            raise _bad(file, f"{where}: task {task_id!r} trial {number} is also recorded at {seen[(task_id, number)]}",
-                       line=line, rule="duplicate-attempt")
-        seen[(task_id, number)] = label
-        parsed.append((task_id, number, float(reward), trial))
+    parsed, ids = _checked_trials(file, trials)
 
     trial_ids = sorted({number for _, number, _, _ in parsed})
     repeats = len(trial_ids)
     order = sorted(ids.values(), key=_task_order)
-    attempts = []
-    for task_id, number, reward, trial in parsed:
-        rec = base_record(task_id, number + 1)
-        key = _error_key(trial.get("info"))
-        if key is not None:
-            rec.update(success=False, agent_eligible=False, failure_class="unknown",
-                       evidence=[RECORD_FILE + "#" + pointer("info", key)])
-        else:
-            success = abs(reward - 1.0) <= SUCCESS_TOLERANCE
-            rec.update(success=success, agent_eligible=True, failure_class="" if success else "agent",
-                       quality_score=unit_score(reward))
-        attempts.append(ImportedAttempt(rec, trial))
+    attempts = [_attempt(task_id, number, reward, trial) for task_id, number, reward, trial in parsed]
 
     complete = len(parsed) == len(order) * repeats and trial_ids == list(range(repeats))
-    digest = sha256_hex(raw)
+    digest = common.sha256_hex(raw)
     manifest = {
         "schema_version": RUN_SCHEMA_VERSION,
         "run_id": run_id or f"tau-bench-{digest[:16]}",
@@ -220,7 +220,7 @@ def import_taubench(
             "toolkit": "capbench-nb",
             "toolkit_version": __version__,
             "sources": [{"file": Path(file).name, "sha256": digest, "format": form, "trials": len(parsed)}],
-            "record_file": RECORD_FILE,
+            "record_file": common.RECORD_FILE,
         },
     }
-    return write_imported_run(out, manifest, attempts, force=force)
+    return common.write_imported_run(out, manifest, attempts, force=force)

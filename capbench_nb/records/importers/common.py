@@ -1,4 +1,4 @@
-"""What every importer shares: artifact naming, strict JSON, and writing a run directory safely.
+"""What every importer shares: artifact naming, record skeletons, and writing a run directory safely.
 
 An importer turns another tool's results into an ordinary run (spec section 1):
 ``manifest.json``, ``results.jsonl`` and one ``attempts/<task>/<attempt>/``
@@ -11,6 +11,7 @@ every record, every evidence reference), and only then renamed into place.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import shutil
@@ -21,9 +22,11 @@ from typing import Any
 from urllib.parse import quote
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.io.atomic import dumps, write_atomic
+from capbench_nb.io.atomic import current_umask, dumps, write_atomic
+from capbench_nb.io.pointer import escape_token
 from capbench_nb.records.ingest import record_line
-from capbench_nb.records.loading import MANIFEST, RESULTS, read_results, validate_manifest
+from capbench_nb.records.manifest import validate_manifest
+from capbench_nb.records.run import MANIFEST, RESULTS, read_results
 from capbench_nb.format import TELEMETRY_FIELDS
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "SUCCESS_TOLERANCE",
     "artifact_dir",
     "base_record",
+    "describe",
     "finite_or_text",
     "pointer",
     "read_source_bytes",
@@ -68,7 +72,14 @@ class ImportedAttempt:
 
 
 def sha256_hex(data: bytes) -> str:
+    """Lowercase hex sha256 of ``data`` (it names a source file in the manifest's ``import.sources``)."""
     return hashlib.sha256(data).hexdigest()
+
+
+def describe(value: Any) -> str:
+    """A source value as an error message quotes it: JSON text (anything else ``str()``), cut at 60 characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def read_source_bytes(path: str | os.PathLike, what: str) -> bytes:
@@ -106,7 +117,7 @@ def artifact_dir(task_id: str, attempt: int) -> str:
 
 def pointer(*tokens: str | int) -> str:
     """An RFC 6901 JSON pointer from reference tokens (``~`` and ``/`` escaped)."""
-    return "".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in tokens)
+    return "".join("/" + escape_token(str(t)) for t in tokens)
 
 
 def finite_or_text(value: Any) -> Any:
@@ -176,12 +187,6 @@ def _check_output(out: Path, force: bool) -> bool:
     return True
 
 
-def _dir_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o777 & ~umask
-
-
 def write_imported_run(out: str | os.PathLike, manifest: dict, attempts: list[ImportedAttempt], *,
                        force: bool = False) -> ImportReport:
     """Write a complete run directory at ``out`` from a manifest and imported attempts.
@@ -204,7 +209,7 @@ def write_imported_run(out: str | os.PathLike, manifest: dict, attempts: list[Im
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{out.name}.import-"))
     try:
-        os.chmod(tmp, _dir_mode())
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp made it 0700
         records = []
         for item in sorted(attempts, key=lambda a: _sort_key(a.record)):
             rec = item.record

@@ -1,0 +1,275 @@
+"""The fields of the run format as data (spec sections 2-4): one :class:`Field` per field.
+
+``RECORD`` (with ``RECORD_TELEMETRY``) drives both results readers: the exact reader checks each
+field as its row says (type, nullability, range, vocabulary, rule ids and messages), and the
+columnar reader builds its pyarrow schema and pandas dtypes from the same rows.  ``MANIFEST``,
+``PLAN_TASK`` and ``ARTIFACT`` state the other files' fields for ``validate_manifest``, the artifact
+type checks (``records.artifacts``) and the reference page; tests hold each to its table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from capbench_nb.format.limits import MAX_REPEATS, MAX_SAFE_NUMBER
+from capbench_nb.format.telemetry import TELEMETRY
+from capbench_nb.format.vocabulary import (
+    AGENT_STATUSES, FAILURE_CLASSES, FAILURE_STAGES, JUDGE_STATUSES, JUDGE_VERDICTS, RUN_SCHEMA_VERSION,
+    RUN_STATUSES, SETUP_STATUSES,
+)
+
+__all__ = [
+    "Field", "RECORD", "RECORD_TELEMETRY", "RECORD_FIELDS", "RECORD_CHECK_ORDER", "RECORD_COLUMNS",
+    "RECORD_DTYPES", "CLASS_VOCABULARY", "MANIFEST_FIELDS", "PLAN_FIELDS", "PLAN_TASK", "ARTIFACT",
+]
+
+_EXPECTED = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+             "object": "an object", "array": "a list"}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a run-format file.
+
+    Attributes
+    ----------
+    name : str
+        The key (``telemetry.x`` for a telemetry field; a JSON pointer for an artifact field).
+    json_type : {"string", "integer", "number", "boolean", "object", "array"}
+    required : bool
+        The key must be present (``missing-field`` otherwise).
+    nullable : bool
+        ``null`` is a valid value (an absent optional key reads as ``default``).
+    minimum, maximum : float, optional
+        Inclusive range of a number.
+    vocabulary : tuple of str, optional
+        The values a string may take.
+    items : str, optional
+        JSON type of the items of an array, or of the values of an object.
+    default : object
+        The value of an absent optional key.
+    pandas_dtype, arrow_type : str, optional
+        Column types of the records table and of the columnar reader's schema (None: no column).
+    type_rule, type_message : str
+        Rule id and message of a wrong JSON type.  Messages are ``str.format`` templates over
+        ``where`` (the field's name), ``type`` (the JSON type found) and ``value`` (it, shortened).
+    low_rule, low_message, high_rule, high_message : str
+        Rule ids and messages of a value below ``minimum`` / above ``maximum``.
+    vocabulary_rule, vocabulary_message : str
+        Rule id and message of a string outside ``vocabulary``.
+    path_rule : str, optional
+        Rule id when the value must be a relative path that stays inside the run.
+    description : str
+    """
+
+    name: str
+    json_type: str
+    required: bool = False
+    nullable: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    vocabulary: tuple | None = None
+    items: str | None = None
+    default: Any = None
+    pandas_dtype: str | None = None
+    arrow_type: str | None = None
+    type_rule: str = "type"
+    type_message: str = ""
+    low_rule: str = ""
+    low_message: str = ""
+    high_rule: str = ""
+    high_message: str = ""
+    vocabulary_rule: str = ""
+    vocabulary_message: str = ""
+    path_rule: str | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.type_message:
+            expected = _EXPECTED[self.json_type]
+            if self.nullable:
+                expected = "true, false or null" if self.json_type == "boolean" else expected + " or null"
+            object.__setattr__(self, "type_message", f"{{where}} must be {expected}, not {{type}}")
+
+    @property
+    def type_text(self) -> str:
+        """The JSON type as the reference page writes it."""
+        text = self.json_type + (f" of {self.items}" if self.items else "")
+        return text + " or null" if self.nullable else text
+
+
+def _number(name: str, *, integer: bool, pandas: str | None, arrow: str | None, description: str) -> Field:
+    """A non-negative number (or integer) of a record, at most 2**53-1, or null."""
+    kind = "integer" if integer else "number"
+    return Field(
+        name, kind, nullable=True, minimum=0, maximum=MAX_SAFE_NUMBER, pandas_dtype=pandas, arrow_type=arrow,
+        type_message=f"{{where}} must be {'an integer' if integer else 'a number'} or null, not {{type}} {{value}}",
+        low_rule="negative", low_message="{where} must not be negative, found {value}",
+        high_rule="number-too-large",
+        high_message="{where} is {value}, above 2**53-1, the largest exactly representable value",
+        description=description,
+    )
+
+
+#: The values of ``failure_class``: ``""`` (a success), then every failure class.  A class's code
+#: in the readers is its position here.
+CLASS_VOCABULARY = ("",) + FAILURE_CLASSES
+
+#: The fields of an attempt record (spec section 3), in the column order of ``Run.records``
+#: (``telemetry`` has no column of its own: each of its fields has one, after these).
+RECORD = (
+    Field("task_id", "string", required=True, pandas_dtype="string", arrow_type="large_string",
+          description="a task of the plan"),
+    Field("attempt", "integer", required=True, minimum=1, maximum=MAX_SAFE_NUMBER, pandas_dtype="Int64",
+          arrow_type="int64", type_rule="attempt", type_message="attempt must be an integer >= 1, found {value}",
+          low_rule="attempt", low_message="attempt must be an integer >= 1, found {value}",
+          high_rule="number-too-large", high_message="attempt {value} is above 2**53-1",
+          description="attempt number within the task"),
+    Field("artifact_dir", "string", nullable=True, pandas_dtype="string", arrow_type="large_string",
+          path_rule="artifact-dir", description="relative to the run directory; must stay inside it"),
+    Field("success", "boolean", required=True, pandas_dtype="boolean", arrow_type="bool",
+          description="the enabled evaluation contract passed"),
+    Field("agent_eligible", "boolean", required=True, pandas_dtype="boolean", arrow_type="bool",
+          description="the attempt can fairly enter the agent's success denominator"),
+    Field("failure_class", "string", required=True, vocabulary=CLASS_VOCABULARY, pandas_dtype="category",
+          arrow_type="string", vocabulary_rule="failure-class",
+          vocabulary_message=f"failure_class {{value}} is not one of \"\", {', '.join(FAILURE_CLASSES)}",
+          description='"" on success, else the failure class'),
+    Field("failure_stage", "string", nullable=True, vocabulary=FAILURE_STAGES, pandas_dtype="category",
+          arrow_type="string", vocabulary_rule="failure-stage",
+          vocabulary_message=f"failure_stage {{value}} is not null or one of {', '.join(FAILURE_STAGES)}",
+          description="set only with evidence"),
+    Field("evidence", "array", items="string", default=[], pandas_dtype="category", arrow_type="list<string>",
+          type_message="evidence must be a list of strings",
+          description="references FILE#JSON_POINTER (RFC 6901) into the attempt's artifact_dir; every one must "
+                      "resolve (column: their compact JSON text)"),
+    Field("quality_score", "number", nullable=True, minimum=0, maximum=1, pandas_dtype="Float64",
+          arrow_type="float64", low_rule="quality-score", low_message="quality_score {value} is outside [0, 1]",
+          high_rule="quality-score", high_message="quality_score {value} is outside [0, 1]",
+          description="reproducible score; null when the evaluation is invalid"),
+    _number("cost", integer=False, pandas="Float64", arrow="float64",
+            description="provider cost; null unless cost_source is set"),
+    Field("cost_source", "string", nullable=True, pandas_dtype="category", arrow_type="string",
+          description="a versioned price source"),
+    Field("telemetry", "object", default={}, arrow_type="struct<telemetry>",
+          description="section 5: one column per telemetry field; a missing key reads as null"),
+    Field("telemetry_source", "object", items="string or null", default={}, pandas_dtype="category",
+          arrow_type="struct<string>", type_message="telemetry_source must be an object whose values are strings",
+          description="for each non-null telemetry field, its source (column: compact JSON text of the non-null "
+                      "entries)"),
+)
+
+#: The fields of a record's ``telemetry`` object (spec section 5), from :data:`~capbench_nb.format.TELEMETRY`.
+RECORD_TELEMETRY = tuple(
+    Field(f"telemetry.{t.name}", "boolean", nullable=True, pandas_dtype=t.pandas_dtype, arrow_type=t.arrow_type,
+          description=t.description)
+    if t.kind == "bool" else
+    _number(f"telemetry.{t.name}", integer=t.kind == "count", pandas=t.pandas_dtype, arrow=t.arrow_type,
+            description=t.description)
+    for t in TELEMETRY
+)
+
+RECORD_FIELDS = {f.name: f for f in RECORD}
+
+#: The order the readers check a record's fields in, which decides the rule reported for a
+#: record that breaks several (kept as it always was: artifact_dir after evidence).
+RECORD_CHECK_ORDER = ("task_id", "attempt", "success", "agent_eligible", "failure_class", "failure_stage",
+                      "evidence", "artifact_dir", "quality_score", "cost", "cost_source", "telemetry",
+                      "telemetry_source")
+
+#: Columns of the records DataFrame, before the telemetry columns.
+RECORD_COLUMNS = ("line",) + tuple(f.name for f in RECORD if f.pandas_dtype)
+
+#: pandas dtype of every column of the records DataFrame (``anomaly`` aside).
+RECORD_DTYPES = {"line": "int64", **{f.name: f.pandas_dtype for f in RECORD if f.pandas_dtype},
+                 **{f.name.split(".", 1)[1]: f.pandas_dtype for f in RECORD_TELEMETRY}}
+
+#: manifest.json (spec section 2), with the rule a wrong value breaks.
+MANIFEST_FIELDS = (
+    Field("schema_version", "string", required=True, vocabulary=(RUN_SCHEMA_VERSION,), type_rule="schema-version",
+          vocabulary_rule="schema-version", description="the run format version"),
+    Field("run_id", "string", required=True, type_rule="run-id", description="a non-empty string"),
+    Field("suite", "object", type_rule="suite", description="name and version, both strings"),
+    Field("created_at", "string", nullable=True, type_rule="created-at", description="ISO 8601 time"),
+    Field("status", "string", required=True, vocabulary=RUN_STATUSES, type_rule="status",
+          vocabulary_rule="status", description="how the run ended"),
+    Field("runner", "object", nullable=True, type_rule="runner", description="free-form"),
+    Field("config", "object", nullable=True, type_rule="config",
+          description="free-form; judge: false means --no-judge; keys are slice dimensions"),
+    Field("plan", "object", required=True, type_rule="plan", description="repeats_override, k, tasks"),
+)
+
+#: ``manifest.plan``.
+PLAN_FIELDS = (
+    Field("repeats_override", "integer", nullable=True, minimum=1, maximum=MAX_REPEATS,
+          type_rule="repeats-override", low_rule="repeats-override", high_rule="repeats-too-large",
+          description="--repeats N: every task's planned repeats"),
+    Field("k", "integer", nullable=True, type_rule="plan-k",
+          description="the run's fixed k; must equal the smallest planned repeats"),
+    Field("tasks", "array", required=True, items="object", type_rule="plan-tasks",
+          description="the planned tasks, non-empty (plan-empty)"),
+)
+
+#: One task of ``manifest.plan.tasks``; any other key is a label (a slice dimension).
+PLAN_TASK = (
+    Field("task_id", "string", required=True, type_rule="task-id",
+          description="non-empty and unique in the plan (task-id-duplicate)"),
+    Field("repeats", "integer", required=True, minimum=1, maximum=MAX_REPEATS, type_rule="repeats",
+          low_rule="repeats", high_rule="repeats-too-large",
+          description="planned repeats (not required with repeats_override)"),
+)
+
+
+def _a(file, pointer, json_type, **kw) -> Field:
+    return Field(f"{file}#{pointer}", json_type, type_rule="artifact-type", **kw)
+
+
+_SAFE = {"minimum": 0, "maximum": MAX_SAFE_NUMBER, "high_rule": "number-too-large"}
+
+#: The values the artifact type checks look at (spec section 4), by ``FILE#POINTER``; ``*``
+#: stands for every index of an array.  ``records.artifacts`` checks exactly these.
+ARTIFACT = (
+    _a("attempt.json", "", "object", required=True, description="the document"),
+    _a("attempt.json", "/task_id", "string", required=True, description="non-empty"),
+    _a("attempt.json", "/attempt", "integer", required=True, minimum=1, description=">= 1"),
+    _a("attempt.json", "/setup", "object", nullable=True),
+    _a("attempt.json", "/setup/status", "string", nullable=True, vocabulary=SETUP_STATUSES),
+    _a("attempt.json", "/setup/duration_ms", "number", nullable=True, **_SAFE),
+    _a("attempt.json", "/provider", "object", nullable=True),
+    _a("attempt.json", "/provider/available", "boolean", nullable=True),
+    _a("attempt.json", "/skip", "object", nullable=True),
+    _a("attempt.json", "/agent", "object", nullable=True),
+    _a("attempt.json", "/agent/status", "string", nullable=True, vocabulary=AGENT_STATUSES),
+    _a("attempt.json", "/agent/task_wall_ms", "number", nullable=True, **_SAFE),
+    _a("attempt.json", "/recovery", "object", nullable=True),
+    _a("attempt.json", "/recovery/attempted", "boolean", nullable=True),
+    _a("attempt.json", "/recovery/succeeded", "boolean", nullable=True),
+    _a("attempt.json", "/screenshots", "array", nullable=True, items="object"),
+    _a("attempt.json", "/screenshots/*/capture_ms", "number", nullable=True, **_SAFE),
+    _a("attempt.json", "/evaluation", "object", nullable=True),
+    _a("attempt.json", "/evaluation/judge_enabled", "boolean", nullable=True),
+    _a("attempt.json", "/evaluation/hard_assertions", "array", nullable=True, items="object"),
+    _a("attempt.json", "/evaluation/hard_assertions/*/passed", "boolean", required=True),
+    _a("attempt.json", "/evaluation/judge", "object", nullable=True),
+    _a("attempt.json", "/evaluation/judge/status", "string", nullable=True, vocabulary=JUDGE_STATUSES),
+    _a("attempt.json", "/evaluation/judge/verdict", "string", nullable=True, vocabulary=JUDGE_VERDICTS),
+    _a("attempt.json", "/evaluation/quality_score", "number", nullable=True, minimum=0, maximum=1),
+    _a("episode.json", "", "object", required=True, description="the document"),
+    _a("episode.json", "/run_metrics", "object", nullable=True),
+    *(_a("episode.json", f"/run_metrics/{t.name}", t.json_type, nullable=True, **_SAFE)
+      for t in TELEMETRY if t.source == f"episode.json#/run_metrics/{t.name}"),
+    _a("episode.json", "/events", "array", nullable=True, items="object"),
+    _a("episode.json", "/events/*/type", "string", nullable=True),
+    _a("episode.json", "/events/*/start_ms", "number", nullable=True,
+       description="of a device_action event", **_SAFE),
+    _a("episode.json", "/events/*/end_ms", "number", nullable=True,
+       description="of a device_action event; not before start_ms", **_SAFE),
+    _a("history.json", "", "object", required=True, description="the document"),
+    _a("history.json", "/messages", "array", nullable=True, items="object"),
+    _a("history.json", "/messages/*/usage", "object", nullable=True),
+    *(_a("history.json", f"/messages/*/usage/{key}", "integer", nullable=True, **_SAFE)
+      for key in ("input_tokens", "output_tokens", "total_tokens")),
+    _a("history.json", "/messages/*/tool_calls", "array", nullable=True, items="object"),
+    _a("history.json", "/messages/*/tool_calls/*/name", "string", nullable=True),
+)

@@ -1,0 +1,46 @@
+"""Limits of the run format, and the one number rule (spec section 8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "is_safe_number",
+           "safe_numbers"]
+
+#: Largest number accepted in a numeric field: 2**53 - 1, the largest integer a
+#: JSON reader in any language represents exactly.  Larger values are refused as
+#: invalid input rather than silently rounded.
+MAX_SAFE_NUMBER = 2**53 - 1
+
+#: Largest planned repeats of a task (and ``repeats_override``).  The reliability curves hold
+#: one point per j = 1..k, so k sets the size of metrics.json (about 400 bytes per j) and the
+#: time to compute it.  Ten thousand attempts of one task is far beyond any agent benchmark
+#: run; a plan above it is refused (``repeats-too-large``), never truncated.
+MAX_REPEATS = 10_000
+
+#: Longest line of results.jsonl, in bytes (its newline not included): 128 MiB.  A record is a
+#: few hundred bytes; a longer line (such as a file that never ends, ``/dev/zero``) is refused
+#: (``line-too-long``) instead of being read until memory runs out.
+MAX_LINE_BYTES = 128 << 20
+
+#: Largest manifest.json, in bytes: 64 MiB (about half a million plan tasks with labels).
+MAX_MANIFEST_BYTES = 64 << 20
+
+
+def is_safe_number(value: Any, integer: bool = False) -> bool:
+    """The number rule: a JSON number (an integer when ``integer``) with 0 <= value <= 2**53-1.
+
+    Booleans are no numbers; NaN and the infinities fail the range test.
+    """
+    kind = type(value)
+    return (kind is int or (kind is float and not integer)) and 0 <= value <= MAX_SAFE_NUMBER
+
+
+def safe_numbers(values: np.ndarray, upper: float = MAX_SAFE_NUMBER) -> bool:
+    """:func:`is_safe_number` on a whole numeric column (nulls filled with 0): all within
+    ``[0, upper]``, and no -0.0 (the exact reader reads the literal ``-0`` as the integer 0)."""
+    if values.dtype.kind == "f":
+        return bool(((values >= 0.0) & (values <= upper)).all() and not np.signbit(values).any())
+    return bool(((values >= 0) & (values <= upper)).all())

@@ -1,0 +1,229 @@
+"""summary.md: a pure, deterministic function of the metrics.json document.
+
+``capbench-nb verify`` regenerates it and compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from capbench_nb.format import ANOMALY_KINDS, INELIGIBLE_CLASSES
+from capbench_nb.outputs.escaping import DISPLAY_MAX, md_escape
+from capbench_nb.outputs.formatting import (
+    NA_NO_ELIGIBLE, fmt_interval, fmt_pct, fmt_score, is_null, join_words, judge_phrase, listing, plural,
+)
+
+__all__ = [
+    "anomaly_counts",
+    "summary_markdown",
+]
+
+def anomaly_counts(doc: Mapping) -> dict:
+    """Anomalies by kind (every kind of the format), from ``anomaly_counts`` or, without it, the list."""
+    counts = doc.get("anomaly_counts")
+    if isinstance(counts, Mapping):
+        return {kind: int(counts.get(kind, 0) or 0) for kind in ANOMALY_KINDS}
+    out = {kind: 0 for kind in ANOMALY_KINDS}
+    for a in doc.get("anomalies") or []:
+        if a.get("kind") in out:
+            out[a["kind"]] += 1
+    return out
+
+
+def _ineligible_by_class(attempts: Mapping) -> tuple[dict, int, int]:
+    """Ineligible attempts by class, from the document alone.
+
+    environment, evaluation and skipped are always ineligible; ``unknown`` may
+    be either, and its ineligible part is what remains of ``total - eligible``.
+    """
+    byc = attempts.get("by_failure_class") or {}
+    total = int(attempts.get("total") or 0)
+    eligible = int(attempts.get("eligible") or 0)
+    ineligible = total - eligible
+    classes = {c: int(byc.get(c) or 0) for c in INELIGIBLE_CLASSES}
+    unknown = int(byc.get("unknown") or 0)
+    unknown_ineligible = max(0, min(unknown, ineligible - sum(classes.values())))
+    classes["unknown"] = unknown_ineligible
+    return classes, ineligible, unknown - unknown_ineligible
+
+
+def _metric_sentence(name: str, m: Mapping) -> str:
+    n = int(m.get("n") or 0)
+    if not n or is_null(m.get("value")):
+        return f"{name} is undefined (no eligible tasks; coverage {fmt_pct(m.get('coverage'))})"
+    return (
+        f"{name} is {fmt_pct(m['value'])} ({m.get('successes')}/{n} tasks; 95% Wilson interval "
+        f"{fmt_interval(m.get('ci_low'), m.get('ci_high'))}; coverage {fmt_pct(m.get('coverage'))} of planned tasks)"
+    )
+
+
+# long function: moved as it was; the report's outputs are rebuilt by issue #13
+def summary_markdown(doc: Mapping) -> str:
+    """A paste-ready Markdown section for a paper or a pull request.
+
+    A pure, deterministic function of the metrics.json document (no run, no
+    clock, no paths): ``capbench-nb verify`` regenerates it from the
+    recomputed document and compares the text.
+
+    Parameters
+    ----------
+    doc : dict
+        The metrics.json document (:func:`capbench_nb.metrics.document.compute_metrics`,
+        or the parsed file: both give the same text).
+
+    Returns
+    -------
+    str
+        A heading; one paragraph with the run's identity, the three headline
+        rates with their 95% Wilson intervals and coverage, and what was
+        excluded and why (ineligible attempts by class, tasks outside each
+        denominator, anomalies and invalid lines); a compact table of the
+        headline numbers; a provenance line.  Every run-supplied string is
+        escaped with :func:`md_escape`.  Ends with a newline.
+    """
+    k = doc.get("k")
+    planned = int((doc.get("tasks") or {}).get("planned") or 0)
+    observed = int((doc.get("tasks") or {}).get("observed") or 0)
+    attempts = doc.get("attempts") or {}
+    total = int(attempts.get("total") or 0)
+    eligible = int(attempts.get("eligible") or 0)
+    metrics = doc.get("metrics") or {}
+    empty_rate = {"value": None, "successes": 0, "n": 0, "ci_low": None, "ci_high": None, "coverage": None}
+    p1 = metrics.get("pass@1") or empty_rate
+    pk = metrics.get("pass@k") or empty_rate
+    hk = metrics.get("pass^k") or empty_rate
+    oracle = metrics.get("oracle_best_score@k") or {"value": None, "n": 0}
+    suite = doc.get("suite") if isinstance(doc.get("suite"), Mapping) else None
+    run_id = md_escape(doc.get("run_id"), max_len=DISPLAY_MAX)
+    suite_text = (
+        " ".join(md_escape(part, max_len=DISPLAY_MAX) for part in (suite.get("name"), suite.get("version")) if part)
+        if suite
+        else ""
+    )
+
+    heading = f"## Capability metrics: {suite_text + ', ' if suite_text else ''}run {run_id}"
+
+    sentences = []
+    identity = f"Run {run_id}"
+    if suite_text:
+        identity += f" of suite {suite_text}"
+    status = md_escape(doc.get("status") or "not recorded")
+    identity += f" (status {status}; judge mode: {md_escape(judge_phrase(doc.get('judge')))})"
+    identity += (
+        f" planned {plural(planned, 'task')} with a fixed k = {k} (the smallest planned repeats);"
+        f" {observed:,} {'task was' if observed == 1 else 'tasks were'} observed,"
+        f" with {plural(total, 'counted attempt')},"
+        f" {eligible:,} of them agent-eligible."
+    )
+    sentences.append(identity)
+    sentences.append(
+        "Headline rates: "
+        + _metric_sentence("pass@1", p1)
+        + "; "
+        + _metric_sentence("pass@k", pk)
+        + "; and "
+        + _metric_sentence("pass^k", hk)
+        + "."
+    )
+
+    # What was excluded, and why.
+    by_class, ineligible, unknown_eligible = _ineligible_by_class(attempts)
+    if ineligible:
+        parts = [f"{n:,} {cls}" for cls, n in by_class.items() if n]
+        excl = f"Excluded from every denominator: {plural(ineligible, 'ineligible attempt')} ({', '.join(parts)})"
+    else:
+        excl = "No attempt was ineligible"
+    if unknown_eligible:
+        one = unknown_eligible == 1
+        excl += (
+            f"; {plural(unknown_eligible, 'unknown attempt')} marked eligible"
+            f" {'counts as a failure' if one else 'count as failures'}"
+        )
+    sentences.append(excl + ".")
+
+    left_out_1 = planned - int(p1.get("n") or 0)
+    per_task_entries = doc.get("per_task") or []
+    not_k = [e for e in per_task_entries if not e.get("k_eligible")]
+    no_attempts = sum(1 for e in per_task_entries if not e.get("attempts"))
+    if left_out_1:
+        task_text = (
+            f"Of the {plural(planned, 'planned task')}, pass@1 leaves out {left_out_1:,}"
+            " (attempt 1 missing or ineligible)"
+        )
+    else:
+        task_text = f"pass@1 keeps all {plural(planned, 'planned task')}"
+    if not_k:
+        names = [md_escape(e.get("task_id"), max_len=120) for e in not_k]
+        task_text += (
+            f"; {plural(len(not_k), 'task is', 'tasks are')} not k-eligible"
+            f" (attempts 1..{k} not all present and eligible)"
+            f" and {'stays' if len(not_k) == 1 else 'stay'} out of pass@k and pass^k: {listing(names)}"
+        )
+    else:
+        task_text += "; every planned task is k-eligible"
+    if no_attempts:
+        task_text += f" ({plural(no_attempts, 'task')} without any attempt)"
+    sentences.append(task_text + ".")
+
+    counts = anomaly_counts(doc)
+    n_anomalies = sum(counts.values())
+    if n_anomalies:
+        kinds = []
+        if counts["above_planned_repeats"]:
+            kinds.append(f"{plural(counts['above_planned_repeats'], 'record')} above the planned repeats")
+        if counts["task_not_in_plan"]:
+            kinds.append(f"{plural(counts['task_not_in_plan'], 'record')} of tasks not in the plan")
+        if counts["invalid_line"]:
+            kinds.append(f"{plural(counts['invalid_line'], 'invalid line')} skipped with --allow-invalid")
+        examples = []
+        for a in doc.get("anomalies") or []:
+            tid = a.get("task_id")
+            text = md_escape(tid, max_len=120) if tid is not None else "unreadable task"
+            if a.get("attempt") is not None:
+                text += f" attempt {a['attempt']}"
+            examples.append(f"{text}, line {a.get('line')}")
+        sentences.append(
+            f"Anomalies, entering no metric and no count: {join_words(kinds)}"
+            + (f" ({listing(examples, sep='; ')})" if examples else "")
+            + "."
+        )
+    else:
+        sentences.append("There were no anomalies and no invalid lines.")
+
+    paragraph = " ".join(sentences)
+
+    def row(name: str, m: Mapping) -> str:
+        n = int(m.get("n") or 0)
+        value = fmt_pct(m.get("value")) if n and not is_null(m.get("value")) else NA_NO_ELIGIBLE
+        return (
+            f"| {name} | {value} | {m.get('successes', 0)} / {n} | {fmt_interval(m.get('ci_low'), m.get('ci_high'))}"
+            f" | {fmt_pct(m.get('coverage'))} |"
+        )
+
+    oracle_n = int(oracle.get("n") or 0)
+    table = [
+        f"| metric | value | successes / tasks | 95% Wilson interval | coverage of {planned:,} planned tasks |",
+        "|---|---:|---:|---|---:|",
+        row("pass@1", p1),
+        row(f"pass@k (k = {k})", pk),
+        row(f"pass^k (k = {k})", hk),
+        f"| oracle\\_best\\_score@k (diagnostic) | {fmt_score(oracle.get('value'))} | n = {oracle_n:,} | n/a | n/a |",
+    ]
+
+    prov = doc.get("provenance") or {}
+    inputs = prov.get("inputs") or {}
+    options = prov.get("options") or {}
+    toolkit = md_escape(prov.get("toolkit") or "capbench-nb")
+    prov_text = f"Computed with {toolkit} {md_escape(prov.get('toolkit_version') or '')}".rstrip()
+    if inputs:
+        prov_text += " from " + join_words([f"{md_escape(name)} {md_escape(h)}" for name, h in inputs.items()])
+    if options.get("allow_invalid"):
+        prov_text += " (with --allow-invalid)"
+    prov_text += (
+        ". Rates are over tasks; a task enters a denominator only when the attempts it needs are present and"
+        " agent-eligible; pass@k and pass^k look at attempts 1..k of each task (the planned prefix);"
+        " intervals are 95% Wilson score intervals."
+    )
+
+    lines = [heading, "", paragraph, "", *table, "", prov_text]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,215 @@
+"""A loaded run: ``load_run``, ``read_results`` and the classification of each record (spec sections 1-3, 8).
+
+``load_run`` reads ``manifest.json`` and ``results.jsonl`` once, checks every
+rule of the run format, and returns a :class:`Run`.  A broken rule raises
+:class:`~capbench_nb.errors.InvalidRunError` naming the file, the physical line
+and the rule; with ``strict=False`` invalid lines are skipped and listed under
+``Run.anomalies`` instead, never dropped silently.
+
+results.jsonl is read by the columnar fast path
+(:mod:`~capbench_nb.records.columnar_reader`) that only accepts valid files, and otherwise by the
+exact streaming reader (:mod:`~capbench_nb.records.exact_reader`), which is the reference for
+every error, anomaly and line number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from capbench_nb.errors import InvalidRunError
+from capbench_nb.format import MANIFEST, RECORD_ANOMALIES, RESULTS
+from capbench_nb.io.files import sha256_file
+from capbench_nb.io.jsonparse import short
+from capbench_nb.records import columnar_reader
+from capbench_nb.records.exact_reader import read_results_exact
+from capbench_nb.records.manifest import fixed_k, plan_frame, read_manifest
+
+__all__ = ["MANIFEST", "RESULTS", "Run", "load_run", "read_results", "classify_records", "sha256_file"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A loaded, validated run.
+
+    Attributes
+    ----------
+    path : Path
+        The run directory.
+    manifest : dict
+        ``manifest.json`` as parsed.
+    plan : DataFrame
+        One row per planned task in plan order: ``task_id``, ``planned_repeats``
+        (``repeats_override`` when set, else the task's ``repeats``), and every
+        other key of the plan task as a label column (slice dimensions).
+    k : int
+        The run's fixed k: ``plan.k``, or the smallest planned repeats.
+    records : DataFrame
+        Every valid record of results.jsonl in file order, one row per attempt,
+        with ``line`` (physical, 1-based), the section-3 fields, one nullable
+        column per telemetry field, and ``anomaly`` (null for records that count,
+        else ``above_planned_repeats`` or ``task_not_in_plan``).
+    anomalies : DataFrame
+        ``kind, task_id, attempt, line, reason`` in file order: records outside
+        the plan or above the planned repeats, and (with ``strict=False``)
+        invalid lines.
+    hashes : dict
+        ``{"manifest.json": "sha256:...", "results.jsonl": "sha256:..."}``.
+    strict : bool
+        Whether invalid lines raised (True) or were listed as anomalies.
+    """
+
+    path: Path
+    manifest: dict
+    plan: pd.DataFrame
+    k: int
+    records: pd.DataFrame = field(repr=False)
+    anomalies: pd.DataFrame = field(repr=False)
+    hashes: dict = field(repr=False)
+    strict: bool = True
+
+    @property
+    def attempts(self) -> pd.DataFrame:
+        """The records that enter metrics and counts: planned tasks, within planned repeats."""
+        if not self.records["anomaly"].notna().any():
+            return self.records
+        return self.records[self.records["anomaly"].isna()]
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest["run_id"]
+
+    @property
+    def judge(self) -> bool | None:
+        """``config.judge`` of the manifest (False: a ``--no-judge`` run), or None."""
+        value = (self.manifest.get("config") or {}).get("judge")
+        return value if isinstance(value, bool) else None
+
+
+
+def read_results(
+    path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True
+) -> tuple[pd.DataFrame, list[dict], str]:
+    """Read and validate ``results.jsonl``.
+
+    A valid file is read by the columnar fast path (:func:`~capbench_nb.records.columnar_reader.read_results_fast`);
+    any file it does not accept, and so every file with an invalid line, is
+    read by the exact streaming path (:func:`~capbench_nb.records.exact_reader.read_results_exact`), which names
+    the first broken rule and its line (or lists every invalid line).  Both
+    give the same records for every file the fast path accepts.
+
+    Parameters
+    ----------
+    path : path-like
+        The results file.
+    run_dir : path-like, optional
+        Directory that ``artifact_dir`` values are relative to; defaults to the
+        file's directory.
+    strict : bool, default True
+        Raise on the first invalid line (True), or skip invalid lines and
+        return them as ``invalid_line`` anomalies (False).
+
+    Returns
+    -------
+    records : DataFrame
+        Valid records in file order (see :class:`Run`), without ``anomaly``.
+    invalid : list of dict
+        ``{"kind": "invalid_line", "task_id", "attempt", "line", "reason", "rule"}``
+        per skipped line (always empty when ``strict``).
+    sha256 : str
+        ``"sha256:"`` + hex digest of the bytes read.
+    """
+
+    fast = columnar_reader.read_results_fast(path, run_dir=run_dir)  # looked up here: a test may replace it
+    if fast is not None:
+        records, digest = fast
+        return records, [], digest
+    return read_results_exact(path, run_dir=run_dir, strict=strict)
+
+
+def classify_records(records: pd.DataFrame, plan: pd.DataFrame) -> pd.Series:
+    """Whether each record counts (null), or is ``above_planned_repeats`` or ``task_not_in_plan``.
+
+    The one statement of the rule (spec section 8): a record counts when its task is in the plan
+    and its attempt is at most the task's planned repeats.
+    """
+    planned = plan["planned_repeats"].to_numpy(dtype="float64")
+    codes, uniques = pd.factorize(records["task_id"])  # each distinct task id looked up once
+    where = np.asarray(pd.Index(plan["task_id"].astype(object)).get_indexer(uniques), dtype=np.int64)
+    pos = np.where(codes >= 0, where[np.maximum(codes, 0)], -1) if len(uniques) else np.full(len(codes), -1)
+    limit = np.where(pos >= 0, planned[np.maximum(pos, 0)] if len(planned) else np.nan, np.nan)
+    above, outside = RECORD_ANOMALIES
+    anomaly = np.where(
+        pos < 0,
+        outside,
+        np.where(records["attempt"].to_numpy(dtype="float64") > limit, above, None),
+    )
+    return pd.Series(pd.Categorical(anomaly, categories=list(RECORD_ANOMALIES)), index=records.index, name="anomaly")
+
+
+def _anomaly_frame(records: pd.DataFrame, plan: pd.DataFrame, invalid: list[dict]) -> pd.DataFrame:
+    planned = dict(zip(plan["task_id"].astype(object), plan["planned_repeats"].astype(int)))
+    rows = list(invalid)
+    flagged = records[records["anomaly"].notna()]
+    for kind, tid, att, lineno in zip(flagged["anomaly"], flagged["task_id"], flagged["attempt"], flagged["line"]):
+        if kind == RECORD_ANOMALIES[1]:
+            reason = f"task {short(tid)} is not in the plan"
+        else:
+            reason = f"attempt {int(att)} is above the task's planned repeats ({planned[tid]})"
+        rows.append({"kind": kind, "task_id": tid, "attempt": int(att), "line": int(lineno),
+                     "reason": reason, "rule": kind.replace("_", "-")})
+    rows.sort(key=lambda a: a["line"])
+    frame = pd.DataFrame(rows, columns=["kind", "task_id", "attempt", "line", "reason", "rule"])
+    return frame.astype({"kind": "string", "task_id": "string", "attempt": "Int64", "line": "int64",
+                         "reason": "string", "rule": "string"})
+
+
+def load_run(path: str | os.PathLike, *, strict: bool = True) -> Run:
+    """Load and validate a run directory.
+
+    Parameters
+    ----------
+    path : path-like
+        The run directory, holding ``manifest.json`` and ``results.jsonl``.
+    strict : bool, default True
+        With ``False``, invalid lines of results.jsonl are listed in
+        ``Run.anomalies`` (kind ``invalid_line``) and enter no metric or count,
+        instead of raising.  The manifest is always validated strictly.
+
+    Returns
+    -------
+    Run
+
+    Raises
+    ------
+    InvalidRunError
+        The first rule broken, with file, line (for results.jsonl) and rule.
+    """
+    run_dir = Path(path)
+    if not run_dir.exists():
+        raise InvalidRunError(str(run_dir), "run-dir", "the run directory does not exist")
+    if not run_dir.is_dir():
+        raise InvalidRunError(str(run_dir), "run-dir", "not a directory; give the run directory")
+    manifest_path = run_dir / MANIFEST
+    results_path = run_dir / RESULTS
+    manifest, manifest_bytes = read_manifest(manifest_path)
+    plan = plan_frame(manifest)
+    records, invalid, results_hash = read_results(results_path, run_dir=run_dir, strict=strict)
+    records["anomaly"] = classify_records(records, plan)
+    anomalies = _anomaly_frame(records, plan, invalid)
+    hashes = {MANIFEST: "sha256:" + hashlib.sha256(manifest_bytes).hexdigest(), RESULTS: results_hash}
+    return Run(
+        path=run_dir,
+        manifest=manifest,
+        plan=plan,
+        k=fixed_k(manifest),
+        records=records,
+        anomalies=anomalies,
+        hashes=hashes,
+        strict=strict,
+    )
