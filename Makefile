@@ -1,13 +1,17 @@
 # The two set-up commands of the README: `make demo` (report on the sample run, verified) and `make test`.
 # Each creates .venv from pyproject.toml when it is missing, with the dev, inspect and fast extras
 # (the importer tests read .eval logs; the ingest tests run with orjson and without it).
+# `make test` also installs the browser the page tests drive: Debian's chromium (Playwright for
+# Python launches it by path; it never downloads a browser of its own).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SAMPLE := data/sample-run
 OUT ?= out/sample-run
 
-.PHONY: demo test venv clean
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: demo test venv browser clean
 
 $(BIN)/capbench-nb: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +26,12 @@ demo: venv
 	$(BIN)/capbench-nb verify $(SAMPLE) --out $(OUT)
 	@echo "report for the sample run: $(OUT)/report.html (with metrics.json, summary.md, report.ipynb)"
 
-test: venv
-	$(BIN)/python -m pytest
+browser:
+	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the page tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: venv browser
+	CAPBENCH_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -719,3 +719,75 @@ EVIDENCE_CASES = [
     pytest.param(ARTIFACT_DIR, ["attempt.json#/setup", "attempt.json#/nope"], id="second-reference-broken"),
 ]
 
+
+# --------------------------------------------------------------------------- pages in a real browser
+#
+# Page tests drive Debian's chromium through Playwright for Python (launched by path: Playwright's
+# own browser download is never used).  `make test` installs chromium and sets CAPBENCH_CHROMIUM,
+# so there a missing browser fails; run by hand without it, the page tests are skipped.
+
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """A headless Chromium browser (Playwright ``Browser``), shared by the session's page tests."""
+    import os
+
+    executable = os.environ.get("CAPBENCH_CHROMIUM") or "/usr/bin/chromium"
+    if not Path(executable).is_file():
+        if os.environ.get("CAPBENCH_CHROMIUM"):
+            pytest.fail(f"CAPBENCH_CHROMIUM={executable} does not exist (make browser installs it)")
+        pytest.skip("no chromium at /usr/bin/chromium (make test installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class PageVisit:
+    """An open page: the Playwright ``page``, and what it tried to fetch from outside the file system."""
+
+    def __init__(self, page, requests: list[str], errors: list[str], dialogs: list[str]) -> None:
+        self.page, self.requests, self.errors, self.dialogs = page, requests, errors, dialogs
+
+
+@pytest.fixture
+def open_page(chromium):
+    """``open_page(path, width=1400)``: load a local HTML file with every network request refused.
+
+    Returns a :class:`PageVisit`; ``requests`` lists each non-``file:``/``data:`` URL the page asked
+    for (refused), ``errors`` uncaught script errors, ``dialogs`` any alert/confirm/prompt opened.
+    """
+    contexts = []
+
+    def visit(path, width: int = 1400, height: int = 900) -> PageVisit:
+        context = chromium.new_context(viewport={"width": width, "height": height})
+        contexts.append(context)
+        requests: list[str] = []
+        errors: list[str] = []
+        dialogs: list[str] = []
+
+        def route(r):
+            url = r.request.url
+            if url.startswith(("file:", "data:", "blob:", "about:")):
+                r.continue_()
+            else:
+                requests.append(url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(Path(path).resolve().as_uri())
+        return PageVisit(page, requests, errors, dialogs)
+
+    yield visit
+    for context in contexts:
+        context.close()
