@@ -791,3 +791,36 @@ def open_page(chromium):
     yield visit
     for context in contexts:
         context.close()
+
+
+# --------------------------------------------------------------------------- hostile run data for pages
+#
+# Strings a run may carry (task ids, labels, config values, evidence values, artifact directory names)
+# that would run or break markup if a page inserted them as HTML or script.
+
+HOSTILE_TEXTS = [
+    "</script><script>alert('island')</script>",
+    "<img src=x onerror=alert('img')>",
+    "line\u2028sep\u2029para",
+    "rtl\u202eevil\u202c",
+    "<!-- comment --> & &amp; \"q\" 'a'",
+    "非拉丁 текст 😀",
+]
+
+
+def hostile_page_run(path: Path) -> Path:
+    """A run whose task ids, labels, config value, evidence value and artifact directory are hostile."""
+    tasks = [{"task_id": tid, "repeats": 2, "app": HOSTILE_TEXTS[(i + 1) % len(HOSTILE_TEXTS)]}
+             for i, tid in enumerate(HOSTILE_TEXTS)]
+    man = manifest(tasks)
+    man["config"]["model"] = "m</script><script>alert('model')</script>"
+    records = []
+    for i, tid in enumerate(HOSTILE_TEXTS):
+        records.append(record(tid, 1, "S", quality_score=0.5))
+        adir = f"attempts/<b>{i}</b>?x#y/2"
+        (path / adir).mkdir(parents=True, exist_ok=True)
+        (path / adir / "episode.json").write_text(json.dumps(
+            {"events": [{"type": "device_action", "status": "error", "error": HOSTILE_TEXTS[i]}]}), encoding="utf-8")
+        records.append(record(tid, 2, "A", artifact_dir=adir, failure_stage="device_execution",
+                              evidence=["episode.json#/events/0"]))
+    return write_run(path, man, records)

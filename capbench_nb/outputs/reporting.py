@@ -9,29 +9,24 @@ names the notebooks call (``reporting.show_style()``, ``reporting.plot_headline(
 so a notebook imports one module.
 """
 
-# long module: the report's section displays, one function per section, moved as they were
-# (the outputs are rebuilt by issue #13)
+# long module: the report's section displays, one function per section of report.html
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import posixpath
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
-import pandas as pd
 
-from capbench_nb.format import ANOMALY_KINDS, CLASS_KEYS, FAILURE_STAGES, TELEMETRY_BOOL_FIELDS
-from capbench_nb.metrics.rates import per_task
+from capbench_nb.format import ANOMALY_KINDS, CLASS_KEYS, FAILURE_STAGES, INELIGIBLE_CLASSES, TELEMETRY_BOOL_FIELDS
 from capbench_nb.outputs.escaping import html_escape, md_escape
-from capbench_nb.outputs.figures import outcome_kind, plot_attempt_grid, plot_headline, plot_slices, plot_telemetry
+from capbench_nb.outputs.explorer import explorer_html
+from capbench_nb.outputs.figures import outcome_kind, plot_headline, plot_slices, plot_telemetry
 from capbench_nb.outputs.formatting import (
     NA_NO_ELIGIBLE, NA_SOURCE, fmt_cost, fmt_count, fmt_interval, fmt_ms, fmt_pct, fmt_rate, fmt_score,
-    is_null, judge_phrase, plural, telemetry_formatter,
+    is_null, join_words, judge_phrase, plural, telemetry_formatter,
 )
 from capbench_nb.outputs.summary import anomaly_counts, summary_markdown
 from capbench_nb.outputs.tables import Raw, cell, html_table, id_cell, paragraph, show_html, show_style, show_table
@@ -50,11 +45,12 @@ __all__ = [
     "summary_markdown",
     "show_style",
     "show_table",
+    "verdict",
     "show_headline",
+    "show_help",
     "plot_headline",
-    "plot_attempt_grid",
+    "show_explorer",
     "show_outcomes",
-    "show_per_task",
     "show_telemetry",
     "plot_telemetry",
     "show_anomalies",
@@ -74,46 +70,94 @@ def _card(label: str, value: str, detail: str) -> str:
     )
 
 
-def show_headline(doc: Mapping) -> None:
-    """Display the headline: run identity, k, task and attempt counts, the three rates.
+def _ineligible(doc: Mapping) -> tuple[int, dict]:
+    """Ineligible attempts and their split by class, from the document's attempt counts.
+
+    environment, evaluation and skipped are never eligible; what is left of ``total - eligible``
+    is unknown attempts marked ineligible.
+    """
+    attempts = doc.get("attempts") or {}
+    byc = attempts.get("by_failure_class") or {}
+    ineligible = int(attempts.get("total") or 0) - int(attempts.get("eligible") or 0)
+    classes = {c: int(byc.get(c) or 0) for c in INELIGIBLE_CLASSES}
+    classes["unknown"] = max(0, min(int(byc.get("unknown") or 0), ineligible - sum(classes.values())))
+    return ineligible, classes
+
+
+def verdict(doc: Mapping) -> str:
+    """One plain sentence on the run: pass@1 with its interval and coverage, and what was excluded.
+
+    For example ``pass@1 is 63.6% (95% CI 35.4-84.8%) over 11 of 13 planned tasks; 8 attempts
+    were ineligible (3 environment, 1 evaluation, 3 skipped, 1 unknown).``  Every number is the
+    document's.
+    """
+    m = (doc.get("metrics") or {}).get("pass@1") or {}
+    planned = int((doc.get("tasks") or {}).get("planned") or 0)
+    n = int(m.get("n") or 0)
+    if n and not is_null(m.get("value")):
+        lo, hi = m.get("ci_low"), m.get("ci_high")
+        ci = f"95% CI {fmt_pct(lo)[:-1]}–{fmt_pct(hi)}" if not (is_null(lo) or is_null(hi)) else "no interval"
+        head = f"pass@1 is {fmt_pct(m['value'])} ({ci}) over {n:,} of {plural(planned, 'planned task')}"
+    else:
+        head = f"pass@1 is undefined: none of the {plural(planned, 'planned task')} has an eligible first attempt"
+    ineligible, classes = _ineligible(doc)
+    if ineligible:
+        split = join_words([f"{c:,} {name}" for name, c in classes.items() if c])
+        tail = f"{plural(ineligible, 'attempt')} {'was' if ineligible == 1 else 'were'} ineligible ({split})"
+    else:
+        tail = "no attempt was ineligible"
+    return f"{head}; {tail}."
+
+
+def _config_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _run_facts(doc: Mapping, run) -> str:
+    """The run's identity line: suite, model, config, status, judge, k, tasks, attempts."""
+    suite = doc.get("suite") if isinstance(doc.get("suite"), Mapping) else None
+    suite_text = " ".join(str(p) for p in (suite.get("name"), suite.get("version")) if p) if suite else ""
+    config = dict((run.manifest.get("config") or {}) if run is not None else {})
+    tasks, attempts = doc.get("tasks") or {}, doc.get("attempts") or {}
+    facts = [
+        ("suite", id_cell(suite_text, missing="not recorded") if suite_text else Raw('<span class="cb-na">not recorded</span>')),
+        ("model", id_cell(_config_text(config.pop("model")), max_len=80) if "model" in config else None),
+        ("status", id_cell(doc.get("status"), missing="not recorded")),
+        ("judge", Raw(html_escape(judge_phrase(doc.get("judge"))))),
+        ("k", Raw(f"{doc.get('k')} (fixed by the plan)")),
+        ("tasks", Raw(f"{int(tasks.get('planned') or 0):,} planned, {int(tasks.get('observed') or 0):,} observed")),
+        ("attempts", Raw(f"{int(attempts.get('total') or 0):,} counted, {int(attempts.get('eligible') or 0):,} eligible")),
+    ]
+    config.pop("judge", None)
+    for key, value in list(config.items())[:12]:
+        facts.append((str(key), id_cell(_config_text(value), max_len=80)))
+    return '<div class="cb-facts">' + "".join(
+        f'<span>{html_escape(name, max_len=60)}: <b>{value}</b></span>' for name, value in facts if value is not None
+    ) + "</div>"
+
+
+def show_headline(doc: Mapping, run=None) -> None:
+    """Display the first screen: the run, the headline cards and one sentence of verdict.
 
     Parameters
     ----------
     doc : dict
         The metrics.json document.
+    run : Run, optional
+        The loaded run: its manifest's model and config are shown beside the suite.
 
     Notes
     -----
-    Shows run_id, suite name and version, status, judge mode (``judge`` or
-    ``--no-judge (hard assertions only)``), k, planned/observed tasks,
-    attempts total/eligible, then pass@1, pass@k and pass^k with their 95%
-    Wilson intervals, n and coverage, and oracle_best_score@k as a
-    diagnostic.  A run that is not ``completed``, and any anomaly or invalid
-    line, is flagged in a visible banner.
+    Shows the run id, suite, model and the other config values, status, judge mode, k and the
+    task and attempt counts; then pass@1, pass@k and pass^k with their 95% Wilson intervals, n
+    and coverage, and oracle_best_score@k as a diagnostic; then :func:`verdict`.  A run that is
+    not ``completed``, and any anomaly or invalid line, is flagged in a visible banner.
     """
     k = doc.get("k")
-    tasks = doc.get("tasks") or {}
-    attempts = doc.get("attempts") or {}
-    suite = doc.get("suite") if isinstance(doc.get("suite"), Mapping) else None
-    planned = int(tasks.get("planned") or 0)
-    suite_text = " ".join(str(p) for p in (suite.get("name"), suite.get("version")) if p) if suite else ""
-    parts = [f'<div class="cb-title">Run {id_cell(doc.get("run_id"))}</div>']
-    rows = [
-        ["run_id", id_cell(doc.get("run_id"))],
-        ["suite", id_cell(suite_text, missing="not recorded") if suite_text else "n/a (not recorded)"],
-        ["status", id_cell(doc.get("status"), missing="not recorded")],
-        ["judge mode", judge_phrase(doc.get("judge"))],
-        ["k (fixed by the plan)", str(k)],
-        ["tasks planned / observed", f"{planned:,} / {int(tasks.get('observed') or 0):,}"],
-        [
-            "attempts counted / agent-eligible",
-            f"{int(attempts.get('total') or 0):,} / {int(attempts.get('eligible') or 0):,}",
-        ],
-    ]
-    parts.append(html_table(["run", "value"], rows))
-
-    cards = []
     metrics = doc.get("metrics") or {}
+    planned = int((doc.get("tasks") or {}).get("planned") or 0)
+    parts = [f'<div class="cb-run">Run {id_cell(doc.get("run_id"))}</div>', _run_facts(doc, run)]
+    cards = []
     for key in ("pass@1", "pass@k", "pass^k"):
         m = metrics.get(key) or {}
         n = int(m.get("n") or 0)
@@ -138,7 +182,7 @@ def show_headline(doc: Mapping) -> None:
         )
     )
     parts.append(f'<div class="cb-cards">{"".join(cards)}</div>')
-
+    parts.append(paragraph(verdict(doc), "cb-verdict"))
     status = doc.get("status")
     if status is not None and status != "completed":
         parts.append(
@@ -152,42 +196,68 @@ def show_headline(doc: Mapping) -> None:
             f'<div class="cb-warn">Anomalies: {html_escape(text)}. These records enter no metric and no count; '
             "see the anomalies section.</div>"
         )
+    parts.append(_help_html("What these numbers mean", _HEADLINE_HELP))
     show_html("".join(parts))
 
 
-def _evidence_list(value: Any) -> list[str]:
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    try:
-        parsed = json.loads(str(value))
-    except ValueError:
-        return [str(value)]
-    return [str(v) for v in parsed] if isinstance(parsed, list) else [str(parsed)]
+_HEADLINE_HELP = (
+    "pass@1: the share of tasks whose first attempt succeeded, over the tasks whose attempt 1 is present and "
+    "eligible. pass@k: the share of k-eligible tasks (attempts 1..k all present and eligible) with a success "
+    "among attempts 1..k. pass^k: the share of k-eligible tasks whose attempts 1..k all succeeded: how reliably "
+    "the agent solves a task, not whether it can. k is fixed by the plan, never by how many attempts finished. "
+    "An attempt is eligible when a failure could be the agent's: environment, evaluation and skipped attempts "
+    "are not, and leave their task out of a denominator exactly as a missing attempt would. Coverage is each "
+    "denominator over the planned tasks. Each rate comes with its 95% Wilson score interval.",
+)
 
 
-def _evidence_link(base: str, artifact_dir: Any, reference: str) -> Raw:
-    """``<a href="BASE/artifact_dir/FILE">FILE#POINTER</a>``, every part escaped and percent-encoded."""
-    text = html_escape(reference)
-    if artifact_dir is None or artifact_dir is pd.NA:
-        return Raw(f'<span class="cb-mono">{text}</span>')
-    file = reference.partition("#")[0]
-    path = (
-        posixpath.join(base, str(artifact_dir).replace("\\", "/"), file)
-        if base
-        else posixpath.join(str(artifact_dir).replace("\\", "/"), file)
+def _help_html(summary: str, paragraphs: tuple[str, ...]) -> str:
+    body = "".join(paragraph(p) for p in paragraphs)
+    return f'<details class="cb-help"><summary>{html_escape(summary, max_len=None)}</summary>{body}</details>'
+
+
+def show_help(summary: str, *paragraphs: str) -> None:
+    """Display help text folded under ``summary`` (a ``<details>`` element), escaped."""
+    show_html(_help_html(summary, paragraphs))
+
+
+def show_explorer(doc: Mapping, run, *, report_dir: str | os.PathLike | None = None) -> None:
+    """Display the task explorer: every planned task, sortable and filterable, with its attempts.
+
+    See :mod:`capbench_nb.outputs.explorer` (what the page carries, and its size policy).
+
+    Parameters
+    ----------
+    doc : dict
+        The metrics.json document (``per_task``).
+    run : Run
+        The loaded run (attempt outcomes, stages, telemetry, evidence).
+    report_dir : path-like, optional
+        Where the report will be read from: artifact links are relative to it.
+    """
+    show_html(explorer_html(doc, run, report_dir=report_dir))
+
+
+def _stage_table(stages: np.ndarray, outcome: np.ndarray) -> str:
+    """Counted attempts by failure stage and class."""
+    stage_names = list(FAILURE_STAGES) + ["(no stage)"]
+    stage_of = np.array([s if isinstance(s, str) else "(no stage)" for s in stages], dtype=object)
+    srows = []
+    for st in stage_names:
+        m = stage_of == st if len(stage_of) else np.array([], dtype=bool)
+        srows.append(
+            [st] + [fmt_count(int((m & (outcome == c)).sum())) for c in CLASS_KEYS] + [fmt_count(int(m.sum()))]
+        )
+    return html_table(
+        ["failure stage"] + list(CLASS_KEYS) + ["total"],
+        srows,
+        numeric=tuple(range(1, len(CLASS_KEYS) + 2)),
+        caption="Outcomes by failure stage and class (a stage is set only with evidence)",
     )
-    # quote() leaves only unreserved characters and "/": no scheme, query or fragment can appear.
-    href = html_escape(quote(path, safe="/"), max_len=None)
-    return Raw(f'<a class="cb-mono" href="{href}">{text}</a>')
 
 
-# long function: moved as it was; the report's outputs are rebuilt by issue #13
-def show_outcomes(
-    doc: Mapping, run, *, link_base: str | None = None, report_dir: str | None = None, max_rows: int = 500
-) -> None:
-    """Display outcome counts by failure class and stage, and the attempts with a failure stage.
+def show_outcomes(doc: Mapping, run) -> None:
+    """Display outcome counts by failure class and by failure stage.
 
     Parameters
     ----------
@@ -196,16 +266,11 @@ def show_outcomes(
     run : Run
         The loaded run (failure stages, eligibility of unknown attempts,
         evidence references).
-    link_base : str, optional
-        Prefix of evidence links, as seen from the report; default: the run
-        directory as given (``run.path``).  Links are
-        ``LINK_BASE/artifact_dir/FILE``, link text the reference itself.
-    report_dir : str, optional
-        Where the report will be read from: links are then relative to it
-        (ignored when ``link_base`` is given), so they work wherever the run
-        and the report are moved together.
-    max_rows : int, default 500
-        Attempts listed with their evidence; the rest are counted.
+
+    Notes
+    -----
+    Each attempt with a failure stage, its evidence resolved, is in the task explorer (filter
+    "has a failure stage").
     """
     attempts = doc.get("attempts") or {}
     byc = attempts.get("by_failure_class") or {}
@@ -257,170 +322,9 @@ def show_outcomes(
         )
     ]
 
-    # Stage by class.
-    stage_names = list(FAILURE_STAGES) + ["(no stage)"]
-    stage_of = np.array([s if isinstance(s, str) else "(no stage)" for s in stages], dtype=object)
-    srows = []
-    for st in stage_names:
-        m = stage_of == st if len(a) else np.array([], dtype=bool)
-        srows.append(
-            [st] + [fmt_count(int((m & (outcome == c)).sum())) for c in CLASS_KEYS] + [fmt_count(int(m.sum()))]
-        )
-    parts.append(
-        html_table(
-            ["failure stage"] + list(CLASS_KEYS) + ["total"],
-            srows,
-            numeric=tuple(range(1, len(CLASS_KEYS) + 2)),
-            caption="Outcomes by failure stage and class (a stage is set only with evidence)",
-        )
-    )
-
-    # Attempts with a stage, with their evidence.
-    staged = np.flatnonzero(stage_of != "(no stage)") if len(a) else np.array([], dtype=int)
-    if len(staged):
-        order = {t: i for i, t in enumerate(run.plan["task_id"].astype(object))}
-        tids = a["task_id"].astype(object).to_numpy()
-        nums = a["attempt"].to_numpy(dtype="int64")
-        staged = sorted(staged, key=lambda r: (order.get(tids[r], len(order)), nums[r]))
-        if link_base is not None:
-            base = link_base
-        elif report_dir is not None:
-            base = posixpath.normpath(os.path.relpath(os.path.abspath(run.path), os.path.abspath(report_dir)))
-        else:
-            base = run.path.as_posix()
-        adirs = a["artifact_dir"].astype(object).to_numpy()
-        evid = a["evidence"].astype(object).to_numpy()
-        erows = []
-        for r in staged[:max_rows]:
-            adir = adirs[r] if isinstance(adirs[r], str) else None
-            links = [_evidence_link(base, adir, ref) for ref in _evidence_list(evid[r])]
-            erows.append(
-                [
-                    id_cell(tids[r]),
-                    str(int(nums[r])),
-                    outcome[r],
-                    stage_of[r],
-                    Raw("<br>".join(links)) if links else "n/a (no evidence)",
-                ]
-            )
-        parts.append(
-            html_table(
-                ["task", "attempt", "class", "stage", "evidence"],
-                erows,
-                numeric=(1,),
-                caption="Attempts with a failure stage, and their evidence",
-                scroll=len(erows) > 25,
-            )
-        )
-        if len(staged) > max_rows:
-            parts.append(
-                paragraph(f"Showing the first {max_rows:,} of {len(staged):,} attempts with a failure stage.", "cb-note")
-            )
-    else:
-        parts.append(paragraph("No counted attempt has a failure stage (so no evidence to link).", "cb-note"))
-    show_html("".join(parts))
-
-
-# long function: moved as it was; the report's outputs are rebuilt by issue #13
-def show_per_task(doc: Mapping, run, *, max_rows: int = 1000) -> None:
-    """Display the per-task statistics table, in plan order.
-
-    Parameters
-    ----------
-    doc : dict
-        The metrics.json document (``per_task``: counts, k-eligibility,
-        first success, cost to first success, oracle best score).
-    run : Run
-        The loaded run (:func:`capbench_nb.metrics.rates.per_task`: success rate
-        over eligible attempts with its Wilson interval, median wall time and
-        tokens).
-    max_rows : int, default 1000
-        Tasks shown; the rest are counted below the table (every task is in
-        metrics.json).
-    """
-    table = per_task(run.attempts, plan=run.plan, k=run.k)
-    entries = list(doc.get("per_task") or [])
-    by_id = {e.get("task_id"): e for e in entries}
-    cols = {name: table[name].to_numpy(dtype=object, na_value=None) for name in table.columns}
-    rows = []
-    n = len(table)
-    for i in range(min(n, max_rows)):
-        tid = cols["task_id"][i]
-        e = entries[i] if i < len(entries) and entries[i].get("task_id") == tid else by_id.get(tid, {})
-        eligible = int(e.get("eligible", cols["eligible"][i]) or 0)
-        rate = cols["success_rate"][i]
-        if rate is None:
-            rate_text = "n/a (no eligible attempts)"
-        else:
-            rate_text = f"{fmt_pct(rate)} {fmt_interval(cols['success_ci_low'][i], cols['success_ci_high'][i])}"
-        first = e.get("first_success_attempt", cols["first_success_attempt"][i])
-        cost = e.get("cost_to_first_success")
-        if first is None or not isinstance(cost, Mapping):
-            c_wall = c_tok = c_cost = "n/a (no success)"
-        else:
-            c_wall, c_tok, c_cost = (
-                fmt_ms(cost.get("task_wall_ms")),
-                fmt_count(cost.get("total_tokens")),
-                fmt_cost(cost.get("cost")),
-            )
-        k_elig = e.get("k_eligible", cols["k_eligible"][i])
-        oracle = e.get("oracle_best_score", cols["oracle_best_score"][i])
-        oracle_text = fmt_score(oracle, none="n/a (not k-eligible)" if not k_elig else "n/a (no score)")
-        no_elig = "n/a (no eligible attempts)"
-        med_wall = fmt_ms(cols["median_task_wall_ms"][i]) if eligible else no_elig
-        med_tok = fmt_count(cols["median_total_tokens"][i]) if eligible else no_elig
-        rows.append(
-            [
-                id_cell(tid),
-                fmt_count(e.get("planned_repeats", cols["planned_repeats"][i])),
-                fmt_count(e.get("attempts", cols["attempts"][i])),
-                fmt_count(eligible),
-                "yes" if k_elig else "no",
-                fmt_count(e.get("successes", cols["successes"][i])),
-                rate_text,
-                str(first) if first is not None else "none",
-                c_wall,
-                c_tok,
-                c_cost,
-                oracle_text,
-                med_wall,
-                med_tok,
-            ]
-        )
-    headers = [
-        "task",
-        "planned repeats",
-        "attempts",
-        "eligible",
-        "k-eligible",
-        "successes",
-        "success rate [95% CI]",
-        "first success",
-        "time to first success",
-        "tokens to first success",
-        "cost to first success",
-        "oracle best score",
-        "median wall time",
-        "median tokens",
-    ]
-    parts = [
-        html_table(
-            headers,
-            rows,
-            numeric=(1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13),
-            caption="Per-task statistics (plan order; success rate over eligible attempts)",
-            scroll=True,
-        )
-    ]
-    if n > max_rows:
-        parts.append(paragraph(f"Showing the first {max_rows:,} of {n:,} tasks; metrics.json lists every task.", "cb-note"))
-    parts.append(
-        paragraph(
-            "Cost to first success sums task wall time, total tokens and cost over the eligible attempts up to the "
-            "first success; a sum is n/a when any addend has no source. Medians are over eligible attempts.",
-            "cb-note",
-        )
-    )
+    parts.append(_stage_table(stages, outcome))
+    parts.append(paragraph("The attempts themselves, with their stage and evidence, are in the task explorer "
+                           "above (filter by failure class or stage).", "cb-note"))
     show_html("".join(parts))
 
 

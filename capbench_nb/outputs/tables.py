@@ -145,6 +145,7 @@ _STYLE = """
 .cb table.cb-table tbody tr.cb-bad td { background: #fff1f0; }
 .cb table.cb-table tbody tr.cb-total td { font-weight: 600; }
 .cb .cb-scroll { max-height: 36em; overflow: auto; max-width: 100%; margin-bottom: 1em; }
+.cb table.cb-table { max-width: 100%; }
 .cb .cb-cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 0.4em 0 0.8em; }
 .cb .cb-card { border: 1px solid #d0d7de; border-radius: 6px; padding: 8px 12px; min-width: 14em;
       max-width: 22em; background: #ffffff; }
@@ -161,6 +162,20 @@ _STYLE = """
       font-size: 12.5px; overflow-wrap: anywhere; }
 .cb a { color: #0969da; }
 .cb img.cb-fig { max-width: 100%; height: auto; display: block; margin: 0.3em 0 1em; }
+.cb .cb-figs { display: flex; flex-wrap: wrap; gap: 0 16px; align-items: flex-start; max-width: 100%; }
+.cb .cb-figs img.cb-fig { flex: 0 1 auto; min-width: 0; }
+.cb .cb-run { font-size: 22px; font-weight: 650; margin: 0 0 0.2em; overflow-wrap: anywhere; }
+.cb .cb-run .cb-id { font-size: inherit; }
+.cb .cb-facts { display: flex; flex-wrap: wrap; gap: 2px 18px; margin: 0 0 0.5em; color: #57606a; }
+.cb .cb-facts b { color: #1f2328; font-weight: 600; overflow-wrap: anywhere; }
+.cb .cb-verdict { font-size: 15px; margin: 0.5em 0 0.6em; max-width: 60em; }
+.cb details.cb-help { margin: 0.3em 0 0.8em; color: #57606a; font-size: 13px; max-width: 60em; }
+.cb details.cb-help summary { cursor: pointer; color: #0969da; }
+.cb .cb-card { flex: 1 1 14em; }
+@media (max-width: 760px) {
+  .cb .cb-card { max-width: none; }
+  .cb table.cb-table { display: block; max-width: 100%; overflow-x: auto; }
+}
 """
 
 

@@ -75,13 +75,11 @@ def images_of(shown) -> list[bytes]:
 
 def run_everything(doc, run, parameters=None) -> None:
     rp.show_style()
-    rp.show_headline(doc)
-    rp.plot_headline(doc, run)
-    rp.plot_attempt_grid(run)
+    rp.show_headline(doc, run)
+    rp.plot_headline(doc)
     rp.show_outcomes(doc, run)
-    rp.show_per_task(doc, run)
     rp.show_telemetry(doc)
-    rp.plot_telemetry(run)
+    rp.plot_telemetry(run, doc)
     rp.show_anomalies(doc)
     rp.show_provenance(doc, parameters or {"run_dir": "RUN", "k": None})
 
@@ -357,19 +355,19 @@ def test_every_display_runs_on_the_sample_run(sample, captured):
     run, doc = sample
     run_everything(doc, run)
     html = html_of(captured)
-    assert len(images_of(captured)) == 3  # headline, grid, telemetry
+    assert len(images_of(captured)) == 6  # headline rates and curves, four telemetry histograms
     assert all(img.startswith(b"\x89PNG") for img in images_of(captured))
     # headline
     assert "sim-4759" in html and "mobile-core-sim 2026.11" in html and "partial" in html
     assert "63.6%" in html and "[35.4%, 84.8%]" in html and "84.6%" in html
-    # per-task and telemetry formatting: timings for people, tokens with separators, nulls as n/a
-    assert "50.0 s" in html and "45,708" in html and "$0.0649" in html
+    assert "pass@1 is 63.6% (95% CI 35.4–84.8%) over 11 of 13 planned tasks; 8 attempts were ineligible" in html
+    assert "model: <b>" in html and "m-large" in html  # the config, on the first screen
+    # telemetry formatting: timings for people, tokens with separators, nulls as n/a
     assert "16 min 08 s" in html  # task_wall_ms sum 967,855 ms
     assert "641,910" in html  # total_tokens sum
     assert "2 true of 24" in html
     assert "n/a (no source)" in html  # reasoning_tokens has no source at all
-    # outcomes with evidence links, anomalies in plain sight, provenance
-    assert 'href="' in html and "attempt.json#/setup" in html and "episode.json#/events/4" in html
+    # anomalies in plain sight, provenance
     assert "above_planned_repeats" in html and "attempt 4 is above" in html
     assert doc["provenance"]["inputs"]["manifest.json"] in html
     assert "<script" not in html.lower()
@@ -386,16 +384,16 @@ def test_nasty_ids_are_escaped_in_every_display(nasty, captured):
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert_tables_are_rectangular(html)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "\u202e" not in html and "\\u202e" in html
-    assert "设置.无线.切换" in html
-    assert "\x07" not in html and "two\\nlines\\u0007bell" in html
-    visible = re.sub(r'title="[^"]*"', "", html)
-    assert "x" * 121 not in visible and "x" * 119 + "…" in visible  # long ids are clipped for display
-    # the evidence link is percent-encoded: no markup, no scheme
-    hrefs = re.findall(r'href="([^"]*)"', html)
-    assert hrefs and all("<" not in h and ":" not in h for h in hrefs)
-    assert any("%3Cscript%3E" in h for h in hrefs)
-    # no figure crashed on mathtext-like or multi-line ids (no telemetry here: two figures)
+    for raw in ("\u202e", "\x07"):
+        assert raw not in html
+    # task ids are in the explorer's data island: \u escapes in ASCII JSON, every id back exactly
+    from capbench_nb.outputs import explorer
+
+    page = explorer.explorer_html(doc, run)
+    island = re.search(r'<script type="application/json" id="cb-explorer-data">(.*?)</script>', page, re.S).group(1)
+    assert island.isascii() and "<" not in island and "\\u202e" in island
+    assert json.loads(island)["tasks"]["id"] == NASTY_IDS
+    # no figure crashed on mathtext-like or multi-line ids (no telemetry here: the two headline figures)
     assert len(images_of(captured)) == 2 and "No telemetry to plot" in html
 
 
@@ -407,8 +405,8 @@ def test_every_display_runs_on_an_empty_run(tmp_path, captured):
     assert "No anomalies." in html
     assert "n/a (no eligible tasks)" in html
     assert "No telemetry to plot" in html
-    assert "No counted attempt has a failure stage" in html
-    assert len(images_of(captured)) == 2  # headline and grid; no telemetry figure
+    assert "pass@1 is undefined: none of the 2 planned tasks has an eligible first attempt" in html
+    assert len(images_of(captured)) == 2  # the headline figures; no telemetry figure
     md = summary_markdown(doc)
     assert "pass@1 is undefined" in md and "(2 tasks without any attempt)" in md
 
@@ -422,7 +420,7 @@ def test_every_display_runs_when_every_denominator_is_empty(tmp_path, captured):
     run_everything(doc, run)
     html = html_of(captured)
     assert "--no-judge (hard assertions only)" in html
-    assert "n/a (no eligible attempts)" in html
+    assert "6 attempts were ineligible (2 environment, 1 evaluation, 1 skipped and 2 unknown)" in html
     assert "1.5 s" in html
     assert "0.0%" in html  # coverage is a real 0 ...
     cards = re.findall(r'class="cb-value">(.*?)</div>', html)
@@ -431,20 +429,26 @@ def test_every_display_runs_when_every_denominator_is_empty(tmp_path, captured):
     assert "6 ineligible attempts (2 environment, 1 evaluation, 1 skipped, 2 unknown)" in md
 
 
-def test_attempt_grid_caps_tasks_and_notes_it(tmp_path, captured):
-    tasks = [(f"task-{i:03d}", 2) for i in range(75)]
-    records = outcomes({t: "SA" for t, _ in tasks})
-    run = cb.load_run(write_run(tmp_path / "r", manifest(tasks), records))
-    rp.plot_attempt_grid(run)
-    (png,) = images_of(captured)
-    assert png.startswith(b"\x89PNG")
+def test_plot_headline_reads_the_document_not_the_run(sample, captured):
+    run, doc = sample
+    rp.plot_headline(doc)  # no run needed: rates and curves come from metrics.json
+    first = images_of(captured)
+    captured.clear()
+    changed = json.loads(json.dumps(doc))
+    changed["curves"]["planned_prefix"][0]["pass@j"]["value"] = 0.01
+    rp.plot_headline(changed, run)
+    second = images_of(captured)
+    assert len(first) == len(second) == 2 and first[0] == second[0] and first[1] != second[1]
 
 
-def test_attempt_grid_caps_attempt_columns(tmp_path, captured):
-    run = cb.load_run(write_run(tmp_path / "r", manifest([("t1", 400)]), outcomes({"t1": "SA" * 200})))
-    rp.plot_attempt_grid(run, max_attempts=50)
-    (png,) = images_of(captured)
-    assert png.startswith(b"\x89PNG")
+def test_verdict_sentence():
+    doc = {"tasks": {"planned": 13}, "attempts": {"total": 39, "eligible": 36,
+                                                   "by_failure_class": {"environment": 2, "evaluation": 1}},
+           "metrics": {"pass@1": {"value": 0.62, "n": 13, "ci_low": 0.41, "ci_high": 0.79}}}
+    assert rp.verdict(doc) == ("pass@1 is 62.0% (95% CI 41.0–79.0%) over 13 of 13 planned tasks; "
+                               "3 attempts were ineligible (2 environment and 1 evaluation).")
+    doc["attempts"] = {"total": 5, "eligible": 5, "by_failure_class": {}}
+    assert rp.verdict(doc).endswith("; no attempt was ineligible.")
 
 
 def test_figures_are_deterministic(sample, monkeypatch):
@@ -454,7 +458,7 @@ def test_figures_are_deterministic(sample, monkeypatch):
         shown: list = []
         monkeypatch.setattr(tables, "display", lambda obj, *a, **kw: shown.append(obj))
         rp.plot_headline(doc, run)
-        rp.plot_attempt_grid(run)
+        rp.plot_telemetry(run, doc)
         return images_of(shown)
 
     first = render()

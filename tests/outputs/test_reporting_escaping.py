@@ -130,7 +130,7 @@ def write_hostile_run(path: Path, *, seed: int = 0, invalid: bool = True, **mani
 
 # --------------------------------------------------------------------------- checks on outputs
 
-_SCRIPT = re.compile(r"<script\b[^>]*>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
+_SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
 _EVENT_ATTR = re.compile(r"<[a-zA-Z][^>]*\son[a-z]+\s*=", re.IGNORECASE)
 _URL_ATTR = re.compile(r"""<[a-zA-Z][^>]*?\s(?:href|src|action|formaction|xlink:href)\s*=\s*(["']?)([^"'\s>]*)""", re.IGNORECASE)
 _TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
@@ -139,8 +139,13 @@ _LINK = re.compile(r'<a\b[^>]*?\shref\s*=\s*"([^"]*)"', re.IGNORECASE)
 
 def assert_html_safe(html: str, *, run_dir: Path | None = None, report_dir: Path | None = None,
                      raw_characters: bool = True) -> None:
-    for body in _SCRIPT.findall(html):
-        assert "alert" not in body, f"run data inside a <script> element: {body[:200]!r}"
+    islands = []
+    for attributes, body in _SCRIPT.findall(html):
+        if re.search(r'type\s*=\s*"application/json"', attributes):  # a data island: JSON, inserted as text
+            assert not re.search(r"[<>&\u2028\u2029]", body), f"a raw markup character in a data island: {body[:200]!r}"
+            islands.append(json.loads(body))
+        else:
+            assert "alert" not in body, f"run data inside a <script> element: {body[:200]!r}"
     assert not re.search(r"<script>alert", html, re.IGNORECASE)
     assert "<img src=x" not in html and "</table></div><b>broken" not in html
     assert not _EVENT_ATTR.search(html), _EVENT_ATTR.search(html).group(0)[:200]
@@ -148,6 +153,9 @@ def assert_html_safe(html: str, *, run_dir: Path | None = None, report_dir: Path
         assert not re.match(r"(?i)\s*(javascript|vbscript|data:text/html)", unquote(url)), url
     if run_dir is not None and report_dir is not None:  # evidence links: relative, into the run directory
         links = [url for url in _LINK.findall(html) if url and not url.startswith("#")]
+        # The explorer builds its artifact links in the page from the island: link_base (the run
+        # directory relative to the report) + an artifact_dir the loader checked stays inside the run.
+        links += [island["link_base"] + "attempts" for island in islands if "link_base" in island]
         assert links, "no evidence link in the report"
         for url in links:
             assert not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", url), f"a link with a scheme: {url!r}"

@@ -349,10 +349,10 @@ def test_bad_input_exits_2_before_any_notebook_runs(tmp_path, monkeypatch, capsy
 
 
 def _failing_notebook(tmp_path: Path) -> tuple[Path, int]:
-    """run_report.ipynb whose per-task cell raises after drawing; returns it and that cell's number."""
+    """run_report.ipynb whose explorer cell raises after drawing; returns it and that cell's number."""
     nb = nbformat.read(NOTEBOOKS / "run_report.ipynb", as_version=4)
-    index = next(i for i, c in enumerate(nb.cells) if "show_per_task" in c.source)
-    nb.cells[index].source += '\nraise ValueError("the per-task table\\nexploded")'
+    index = next(i for i, c in enumerate(nb.cells) if "show_explorer" in c.source)
+    nb.cells[index].source += '\nraise ValueError("the task explorer\\nexploded")'
     path = tmp_path / "failing report.ipynb"
     nbformat.write(nb, path)
     number = sum(1 for c in nb.cells[: index + 1] if c.cell_type == "code")
@@ -370,7 +370,7 @@ def test_a_failing_cell_exits_3_naming_the_cell_and_leaves_previous_outputs(buil
     captured = capfd.readouterr()
     assert captured.out == ""
     assert captured.err == (f"capbench-nb: error: report notebook failed in cell {number} "
-                            "(reporting.show_per_task(doc, run)): ValueError: the per-task table exploded\n")
+                            "(reporting.show_explorer(doc, run, report_dir=report_dir)): ValueError: the task explorer exploded\n")
     assert {name: (out / name).read_bytes() for name in OUTPUTS} == previous
     assert leftovers(out) == []
 
