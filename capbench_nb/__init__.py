@@ -3,6 +3,9 @@
 Data flows one way: raw run -> attempt records (:func:`load_run`) -> metrics
 (:mod:`capbench_nb.metrics`) -> outputs (:mod:`capbench_nb.outputs`).
 
+Every metric function takes a loaded run (``cb.pass_at_1(run)``, k defaulting to the run's
+fixed k) or the attempts table with its plan (``cb.pass_at_1(run.attempts, plan=run.plan)``).
+
 The names below are imported on first use (PEP 562), so that ``import
 capbench_nb`` costs nothing beyond what the caller actually touches: a report
 kernel needs the loader and the metrics, not scipy's distributions behind the
@@ -34,6 +37,8 @@ _EXPORTS = {
     "per_task": ".metrics.rates",
     "attempt_counts": ".metrics.rates",
     "telemetry_aggregates": ".metrics.telemetry",
+    "prefix_curve": ".metrics.curves",
+    "unbiased_curve": ".metrics.curves",
     "wilson_interval": ".metrics.stats",
     "metrics_by": ".metrics.slices",
     "register_slice": ".metrics.slices",
@@ -57,6 +62,7 @@ if TYPE_CHECKING:  # static analysers see the eager imports
         per_task,
     )
     from capbench_nb.metrics.telemetry import telemetry_aggregates
+    from capbench_nb.metrics.curves import prefix_curve, unbiased_curve
     from capbench_nb.records.recorder import RunRecorder
     from capbench_nb.metrics.slices import metrics_by, register_slice
     from capbench_nb.metrics.stats import wilson_interval
@@ -101,6 +107,8 @@ __all__ = [
     "per_task",
     "attempt_counts",
     "telemetry_aggregates",
+    "prefix_curve",
+    "unbiased_curve",
     "wilson_interval",
     "metrics_by",
     "register_slice",

@@ -6,17 +6,21 @@ import math
 
 import pandas as pd
 
+from capbench_nb.metrics.inputs import metric_inputs
 from capbench_nb.metrics.prepare import prepare
 from capbench_nb.metrics.rates import Rate
+from capbench_nb.records.run import Run
 
 __all__ = ["prefix_curve", "prefix_rates", "unbiased_curve", "eligible_counts"]
 
 
-def prefix_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> pd.DataFrame:
+def prefix_curve(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k: int | None = None,
+                 confidence: float = 0.95) -> pd.DataFrame:
     """pass@j and pass^j for j = 1..k from planned prefixes, each as in :func:`pass_at_k`.
 
     Each j has its own denominator: the tasks whose attempts 1..j are all
-    present and eligible.
+    present and eligible.  Takes a run (k defaulting to ``run.k``) or an attempts table with
+    ``plan=`` and ``k=``.
 
     Returns
     -------
@@ -24,6 +28,7 @@ def prefix_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confiden
         One row per j: ``j``, ``metric`` (``"pass@j"`` or ``"pass^j"``) and the
         :class:`Rate` fields.
     """
+    attempts, plan, k = metric_inputs(attempts, plan, k, function="prefix_curve", needs_k=True)
     rows = []
     for j, at, hat in prefix_rates(attempts, plan=plan, k=k, confidence=confidence):
         rows.append({"j": j, "metric": "pass@j", **at.to_dict()})
@@ -31,18 +36,22 @@ def prefix_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confiden
     return pd.DataFrame(rows, columns=["j", "metric", "value", "successes", "n", "ci_low", "ci_high", "coverage"])
 
 
-def prefix_rates(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> list[tuple[int, Rate, Rate]]:
+def prefix_rates(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k: int | None = None,
+                 confidence: float = 0.95) -> list[tuple[int, Rate, Rate]]:
     """``[(j, pass@j, pass^j)]`` for j = 1..k: the values of :func:`prefix_curve`, as :class:`Rate` objects."""
+    attempts, plan, k = metric_inputs(attempts, plan, k, function="prefix_rates", needs_k=True)
     p = prepare(attempts, plan)
     counts = None if p.prefixes(k) else p.all_pass_counts(k)
     if counts is not None:  # many tasks times a large k: no prefix table per j
         n, at, hat = counts
-        return [(j, Rate.of(int(at[j]), int(n[j]), len(plan), confidence), Rate.of(int(hat[j]), int(n[j]), len(plan), confidence))
+        return [(j, Rate.of(int(at[j]), int(n[j]), len(plan), confidence, metric=f"pass@{j}"),
+                 Rate.of(int(hat[j]), int(n[j]), len(plan), confidence, metric=f"pass^{j}"))
                 for j in range(1, int(k) + 1)]
     out = []
     for j in range(1, int(k) + 1):
         n, at, hat = p.pass_counts(j, keep=j == k)  # (a curve over a huge k keeps no table per j)
-        out.append((j, Rate.of(at, n, len(plan), confidence), Rate.of(hat, n, len(plan), confidence)))
+        out.append((j, Rate.of(at, n, len(plan), confidence, metric=f"pass@{j}"),
+                    Rate.of(hat, n, len(plan), confidence, metric=f"pass^{j}")))
     return out
 
 
@@ -55,7 +64,8 @@ def eligible_counts(attempts: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"n": n[some], "c": c[some]})
 
 
-def unbiased_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, max_j: int | None = None) -> pd.DataFrame:
+def unbiased_curve(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None,
+                   max_j: int | None = None) -> pd.DataFrame:
     r"""Unbiased pass@j and pass^j over all eligible attempts of each task.
 
     For a task with :math:`n` eligible attempts of which :math:`c` succeeded,
@@ -75,6 +85,8 @@ def unbiased_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, max_j: int | N
 
     Parameters
     ----------
+    attempts : Run or DataFrame
+        A loaded run, or an attempts table with ``plan=``.
     max_j : int, optional
         Cap on j (default: the smallest eligible n).
 
@@ -84,6 +96,7 @@ def unbiased_curve(attempts: pd.DataFrame, *, plan: pd.DataFrame, max_j: int | N
         ``j``, ``pass@j``, ``pass^j``, ``tasks`` (number of tasks averaged).
         Empty when no task has an eligible attempt.
     """
+    attempts, plan, _ = metric_inputs(attempts, plan, function="unbiased_curve")
     counts = eligible_counts(attempts, plan)
     columns = ["j", "pass@j", "pass^j", "tasks"]
     if counts.empty:

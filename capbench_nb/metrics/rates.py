@@ -1,24 +1,29 @@
 """Capability metrics of a run (spec section 6): pass@1, pass@k, pass^k, oracle_best_score@k, per task.
 
-Every function takes the tidy attempts DataFrame first (one row per attempt,
-columns as in :attr:`capbench_nb.records.run.Run.records`) and the plan as a
-keyword-only argument.  Records of tasks outside the plan and attempts above a
-task's planned repeats are ignored here whatever the caller passes: they enter
-no metric (spec section 6; :mod:`capbench_nb.metrics.prepare`).  Empty
-denominators give ``None``, never 0 and never an error.
+Every function takes either a loaded run (``pass_at_k(run)``: its attempts, its plan and,
+unless given, its fixed k) or the tidy attempts DataFrame (one row per attempt, columns as in
+:attr:`capbench_nb.records.run.Run.records`) with the plan (and k) as keyword-only arguments;
+the run form unpacks to the table form (:func:`~capbench_nb.metrics.inputs.metric_inputs`).
+Records of tasks outside the plan and attempts above a task's planned repeats are ignored
+here whatever the caller passes: they enter no metric (spec section 6;
+:mod:`capbench_nb.metrics.prepare`).  Empty denominators give ``None``, never 0 and never an
+error.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from capbench_nb.format import CLASS_KEYS
+from capbench_nb.metrics.inputs import metric_inputs
 from capbench_nb.metrics.prepare import prepare
 from capbench_nb.metrics.stats import wilson_interval, wilson_interval_array
+from capbench_nb.records.run import Run
+from capbench_nb.records.views import escape_text
 
 __all__ = [
     "Rate",
@@ -30,6 +35,33 @@ __all__ = [
     "per_task",
     "attempt_counts",
 ]
+
+
+def _fraction(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def _percent(x: float | None) -> str:
+    """A share as a percentage: whole when it is whole, else one decimal (never 100% unless all)."""
+    if x is None:
+        return "n/a"
+    p = x * 100
+    if abs(p - round(p)) < 1e-9:
+        return f"{round(p)}%"
+    return "99.9%" if f"{p:.1f}" == "100.0" else f"{p:.1f}%"
+
+
+def _label(obj) -> str | None:
+    return obj.__dict__.get("_metric")
+
+
+def _with_label(obj, metric: str | None, confidence: float | None = None):
+    """``obj`` with a display name (and interval level): not a field, so equality and ``to_dict`` ignore it."""
+    if metric is not None:
+        object.__setattr__(obj, "_metric", metric)  # frozen dataclass: set once, at construction
+    if confidence is not None:
+        object.__setattr__(obj, "_confidence", confidence)
+    return obj
 
 
 @dataclass(frozen=True)
@@ -46,6 +78,13 @@ class Rate:
         Wilson score interval (None when ``n == 0``).
     coverage : float or None
         ``n`` over the number of planned tasks (None for an empty plan).
+
+    Notes
+    -----
+    A rate returned by a metric function knows its name (:attr:`metric`, e.g. ``"pass@3"``) for
+    display only: ``repr`` gives ``Rate(pass@1 = 0.615 [0.355, 0.823], 8/13 tasks, coverage
+    100%)`` and Jupyter an HTML line.  The name is not a field: equality, hashing and
+    :meth:`to_dict` see the six fields alone.
     """
 
     value: float | None
@@ -59,10 +98,13 @@ class Rate:
         return asdict(self)
 
     @classmethod
-    def of(cls, successes: int, n: int, planned: int, confidence: float = 0.95) -> "Rate":
-        """The rate ``successes / n`` over ``n`` tasks of ``planned``, with its Wilson interval."""
+    def of(cls, successes: int, n: int, planned: int, confidence: float = 0.95, *, metric: str | None = None) -> "Rate":
+        """The rate ``successes / n`` over ``n`` tasks of ``planned``, with its Wilson interval.
+
+        ``metric`` names it in its ``repr`` and HTML view (``"pass@1"``).
+        """
         low, high = wilson_interval(successes, n, confidence=confidence)
-        return cls(
+        rate = cls(
             value=successes / n if n else None,
             successes=int(successes),
             n=int(n),
@@ -70,11 +112,40 @@ class Rate:
             ci_high=high,
             coverage=n / planned if planned else None,
         )
+        return _with_label(rate, metric, confidence)
+
+    @property
+    def metric(self) -> str | None:
+        """The metric's display name (``"pass@1"``, ``"pass^3"``), or None for a rate built by hand."""
+        return _label(self)
+
+    def labelled(self, metric: str) -> "Rate":
+        """The same rate shown as ``metric`` (equal to this one: the name is not a field)."""
+        return _with_label(replace(self), metric, self.__dict__.get("_confidence"))
+
+    def _interval(self) -> str:
+        return "" if self.ci_low is None else f" [{_fraction(self.ci_low)}, {_fraction(self.ci_high)}]"
+
+    def __repr__(self) -> str:
+        head = f"{self.metric} = " if self.metric else ""
+        return (f"Rate({head}{_fraction(self.value)}{self._interval()}, {self.successes}/{self.n} tasks, "
+                f"coverage {_percent(self.coverage)})")
+
+    def _repr_html_(self) -> str:
+        level = self.__dict__.get("_confidence", 0.95)
+        name = f"<b>{escape_text(self.metric)}</b> = " if self.metric else ""
+        interval = (f" <span title=\"{_percent(level)} Wilson interval\">{_percent(level)} CI"
+                    f"{escape_text(self._interval())}</span>") if self.ci_low is not None else ""
+        return (f"<span class=\"capbench-rate\">{name}{_fraction(self.value)}{interval} &middot; "
+                f"{self.successes}/{self.n} tasks &middot; coverage {_percent(self.coverage)}</span>")
 
 
 @dataclass(frozen=True)
 class ScoreMean:
-    """A mean over tasks without an interval (diagnostics such as oracle_best_score@k)."""
+    """A mean over tasks without an interval (diagnostics such as oracle_best_score@k).
+
+    Shown as ``ScoreMean(oracle_best_score@3 = 0.712, 10 tasks)``; the name is not a field.
+    """
 
     value: float | None
     n: int
@@ -82,13 +153,26 @@ class ScoreMean:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def metric(self) -> str | None:
+        """The metric's display name, or None for a mean built by hand."""
+        return _label(self)
+
+    def __repr__(self) -> str:
+        head = f"{self.metric} = " if self.metric else ""
+        return f"ScoreMean({head}{_fraction(self.value)}, {self.n} tasks)"
+
+    def _repr_html_(self) -> str:
+        name = f"<b>{escape_text(self.metric)}</b> = " if self.metric else ""
+        return f"<span class=\"capbench-score\">{name}{_fraction(self.value)} &middot; mean over {self.n} tasks</span>"
+
 
 def _pass_rate(attempts: pd.DataFrame, plan: pd.DataFrame, k: int, confidence: float, *, every: bool) -> Rate:
     n, at, hat = prepare(attempts, plan).pass_counts(k)
-    return Rate.of(hat if every else at, n, len(plan), confidence)
+    return Rate.of(hat if every else at, n, len(plan), confidence, metric=f"pass^{k}" if every else f"pass@{k}")
 
 
-def pass_at_1(attempts: pd.DataFrame, *, plan: pd.DataFrame, confidence: float = 0.95) -> Rate:
+def pass_at_1(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, confidence: float = 0.95) -> Rate:
     r"""pass@1: the share of tasks whose first attempt succeeded.
 
     .. math:: \text{pass@1} = \frac{|\{t : a_{t,1} \text{ present, eligible, succeeded}\}|}
@@ -99,21 +183,33 @@ def pass_at_1(attempts: pd.DataFrame, *, plan: pd.DataFrame, confidence: float =
 
     Parameters
     ----------
-    attempts : DataFrame
-        Attempt records (``task_id``, ``attempt``, ``success``, ``agent_eligible``).
+    attempts : Run or DataFrame
+        A loaded run, or attempt records (``task_id``, ``attempt``, ``success``, ``agent_eligible``).
     plan : DataFrame
-        ``task_id`` and ``planned_repeats`` per planned task.
+        ``task_id`` and ``planned_repeats`` per planned task; with an attempts table only.
     confidence : float, default 0.95
         Level of the Wilson interval (Wilson 1927).
 
     Returns
     -------
     Rate
+
+    Raises
+    ------
+    TypeError
+        A run together with ``plan=``, or an attempts table without it.
+
+    Examples
+    --------
+    >>> cb.pass_at_1(run)                                # doctest: +SKIP
+    Rate(pass@1 = 0.615 [0.355, 0.823], 8/13 tasks, coverage 100%)
     """
+    attempts, plan, _ = metric_inputs(attempts, plan, function="pass_at_1")
     return pass_at_k(attempts, plan=plan, k=1, confidence=confidence)
 
 
-def pass_at_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> Rate:
+def pass_at_k(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k: int | None = None,
+              confidence: float = 0.95) -> Rate:
     r"""pass@k over k-eligible tasks: at least one success among attempts 1..k.
 
     A task is *k-eligible* when its attempts 1..k are all present and eligible.
@@ -128,13 +224,13 @@ def pass_at_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence:
 
     Parameters
     ----------
-    attempts : DataFrame
-        Attempt records.
+    attempts : Run or DataFrame
+        A loaded run, or attempt records (``task_id``, ``attempt``, ``success``, ``agent_eligible``).
     plan : DataFrame
-        ``task_id`` and ``planned_repeats`` per planned task.
+        ``task_id`` and ``planned_repeats`` per planned task; with an attempts table only.
     k : int
         The run's fixed k (:func:`capbench_nb.records.manifest.fixed_k`), or any j <= k
-        for a prefix curve.
+        for a prefix curve; defaults to ``run.k`` with a run, required with a table.
     confidence : float, default 0.95
         Level of the Wilson interval.
 
@@ -142,10 +238,12 @@ def pass_at_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence:
     -------
     Rate
     """
+    attempts, plan, k = metric_inputs(attempts, plan, k, function="pass_at_k", needs_k=True)
     return _pass_rate(attempts, plan, k, confidence, every=False)
 
 
-def pass_hat_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> Rate:
+def pass_hat_k(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k: int | None = None,
+               confidence: float = 0.95) -> Rate:
     r"""pass^k over k-eligible tasks: attempts 1..k all succeeded.
 
     .. math:: \text{pass}^k = \frac{|\{t \text{ k-eligible} : \forall j \le k,\ a_{t,j} \text{ succeeded}\}|}
@@ -157,12 +255,12 @@ def pass_hat_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence
 
     Parameters
     ----------
-    attempts : DataFrame
-        Attempt records.
+    attempts : Run or DataFrame
+        A loaded run, or attempt records (``task_id``, ``attempt``, ``success``, ``agent_eligible``).
     plan : DataFrame
-        ``task_id`` and ``planned_repeats`` per planned task.
+        ``task_id`` and ``planned_repeats`` per planned task; with an attempts table only.
     k : int
-        The run's fixed k, or any j <= k.
+        The run's fixed k, or any j <= k; defaults to ``run.k`` with a run.
     confidence : float, default 0.95
         Level of the Wilson interval.
 
@@ -170,31 +268,38 @@ def pass_hat_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence
     -------
     Rate
     """
+    attempts, plan, k = metric_inputs(attempts, plan, k, function="pass_hat_k", needs_k=True)
     return _pass_rate(attempts, plan, k, confidence, every=True)
 
 
-def oracle_best_score_at_k(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int) -> ScoreMean:
+def oracle_best_score_at_k(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None,
+                           k: int | None = None) -> ScoreMean:
     r"""oracle_best_score@k, a diagnostic: mean best quality score among attempts 1..k.
 
     Per k-eligible task :math:`t`, :math:`b_t = \max_{j \le k} q_{t,j}` over
     non-null quality scores (null if none); the run value is the mean of the
     non-null :math:`b_t`.  It is an oracle upper bound, not a best-of-k system:
     no verifier picks the candidate, and its latency and cost are not counted.
+    Takes a run (k defaulting to ``run.k``) or an attempts table with ``plan=`` and ``k=``.
 
     Returns
     -------
     ScoreMean
         ``value`` None when no k-eligible task has a score.
     """
+    attempts, plan, k = metric_inputs(attempts, plan, k, function="oracle_best_score_at_k", needs_k=True)
     p = prepare(attempts, plan)
     best = p.oracle(k)[p.k_eligible(k)]
     best = best[~np.isnan(best)]
     n = len(best)
-    return ScoreMean(value=math.fsum(best) / n if n else None, n=n)
+    return _with_label(ScoreMean(value=math.fsum(best) / n if n else None, n=n), f"oracle_best_score@{k}")
 
 
-def per_task(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: float = 0.95) -> pd.DataFrame:
+def per_task(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k: int | None = None,
+             confidence: float = 0.95) -> pd.DataFrame:
     """Per-task statistics, one row per planned task in plan order.
+
+    Takes a run (k defaulting to ``run.k``) or an attempts table with ``plan=`` and ``k=``.
 
     Columns
     -------
@@ -217,6 +322,7 @@ def per_task(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: 
     median_task_wall_ms, median_total_tokens : Float64
         Over the task's eligible attempts (non-null values).
     """
+    attempts, plan, k = metric_inputs(attempts, plan, k, function="per_task", needs_k=True)
     p = prepare(attempts, plan)
     a, pos, num, eligible, success = p.counted, p.pos, p.attempt, p.eligible, p.success
     tasks = pd.RangeIndex(p.n_tasks)
@@ -271,8 +377,10 @@ def per_task(attempts: pd.DataFrame, *, plan: pd.DataFrame, k: int, confidence: 
     return out
 
 
-def attempt_counts(attempts: pd.DataFrame, *, plan: pd.DataFrame) -> dict:
+def attempt_counts(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None) -> dict:
     """Counts of counted attempts: total, eligible, and by failure class.
+
+    Takes a run, or an attempts table with ``plan=``.
 
     Returns
     -------
@@ -281,6 +389,7 @@ def attempt_counts(attempts: pd.DataFrame, *, plan: pd.DataFrame) -> dict:
         "environment", "evaluation", "skipped", "unknown"}}``; every class key
         is always present.
     """
+    attempts, plan, _ = metric_inputs(attempts, plan, function="attempt_counts")
     p = prepare(attempts, plan)
     a, success = p.counted, p.success
     column = a["failure_class"]

@@ -109,31 +109,12 @@ def _json_value(value):
     return value
 
 
-def metrics_by(run: Run, by: str | list[str], *, confidence: float = 0.95) -> pd.DataFrame:
-    """pass@1, pass@k and pass^k per slice, with Wilson intervals, n, coverage and attempt counts.
+def _slice_rows(run: Run, dims: list[str], confidence: float) -> list[dict]:
+    """One dict per slice, sorted by value (missing values last): ``key`` (the values of ``dims``),
+    ``tasks``, ``small``, ``rates`` (metric name -> :class:`Rate`) and ``counts`` (:func:`attempt_counts`).
 
-    Parameters
-    ----------
-    run : Run
-        A loaded run.
-    by : str or list of str
-        Slice dimension(s); several give one row per combination of values.
-    confidence : float, default 0.95
-        Level of the Wilson intervals.
-
-    Returns
-    -------
-    DataFrame
-        One row per slice, sorted by value (missing values last): the
-        dimension columns, ``tasks`` (planned in the slice), ``small``
-        (fewer than :data:`SMALL_SLICE` tasks), for each of ``pass@1``,
-        ``pass@k``, ``pass^k`` the columns ``<metric>_value``,
-        ``<metric>_successes``, ``<metric>_n``, ``<metric>_ci_low``,
-        ``<metric>_ci_high``, ``<metric>_coverage`` (coverage within the
-        slice), then ``attempts``, ``eligible`` and one count per failure class.
-        Slice rows add up to the whole run in tasks, n, successes and counts.
+    The one computation behind :func:`metrics_by` and :func:`slices_document`.
     """
-    dims = [by] if isinstance(by, str) else list(by)
     keys = pd.DataFrame({d: pd.Series([_json_value(v) for v in slice_values(run, d).astype(object)], dtype=object)
                          for d in dims})
     attempts = counted_attempts(run.records, plan=run.plan)
@@ -149,27 +130,66 @@ def metrics_by(run: Run, by: str | list[str], *, confidence: float = 0.95) -> pd
     for combo in sorted(groups, key=order):
         sub_plan = run.plan.iloc[groups[combo]].reset_index(drop=True)
         sub = attempts[task_of.isin(set(sub_plan["task_id"].astype(object))).to_numpy()]
-        row = dict(zip(dims, combo))
-        row["tasks"] = len(sub_plan)
-        row["small"] = len(sub_plan) < SMALL_SLICE
-        for name, fn in _RATES:
-            rate = pass_at_1(sub, plan=sub_plan, confidence=confidence) if fn is None else fn(
-                sub, plan=sub_plan, k=run.k, confidence=confidence)
-            for field in _RATE_FIELDS:
-                row[f"{name}_{field}"] = getattr(rate, field)
-        counts = attempt_counts(sub, plan=sub_plan)
-        row["attempts"], row["eligible"] = counts["total"], counts["eligible"]
-        row.update(counts["by_failure_class"])
-        rows.append(row)
-    columns = dims + ["tasks", "small"] + [f"{m}_{f}" for m, _ in _RATES for f in _RATE_FIELDS] + [
-        "attempts", "eligible", *CLASS_KEYS]
-    table = pd.DataFrame(rows, columns=columns)
-    for d in dims:  # keep slice values as given (None for missing), not coerced to a string dtype
-        table[d] = pd.Series([row[d] for row in rows], dtype=object)
-    for name, _ in _RATES:  # nulls stay null: nullable dtypes
-        for field in ("value", "ci_low", "ci_high", "coverage"):
-            table[f"{name}_{field}"] = pd.array(table[f"{name}_{field}"].astype(object).where(
-                table[f"{name}_{field}"].notna(), None).tolist(), dtype="Float64")
+        rates = {name: pass_at_1(sub, plan=sub_plan, confidence=confidence) if fn is None
+                 else fn(sub, plan=sub_plan, k=run.k, confidence=confidence) for name, fn in _RATES}
+        rows.append({"key": combo, "tasks": len(sub_plan), "small": len(sub_plan) < SMALL_SLICE,
+                     "rates": rates, "counts": attempt_counts(sub, plan=sub_plan)})
+    return rows
+
+
+def _slice_index(dims: list[str], keys: list[tuple]) -> pd.Index:
+    if len(dims) == 1:  # slice values as given (None for missing), not coerced to a string dtype
+        return pd.Index([key[0] for key in keys], dtype=object, name=dims[0])
+    return pd.MultiIndex.from_arrays([[key[i] for key in keys] for i in range(len(dims))], names=dims)
+
+
+def metrics_by(run: Run, by: str | list[str], *, confidence: float = 0.95) -> pd.DataFrame:
+    """pass@1, pass@k and pass^k per slice, with Wilson intervals, n, coverage and attempt counts.
+
+    Parameters
+    ----------
+    run : Run
+        A loaded run.
+    by : str or list of str
+        Slice dimension(s); several give one row per combination of values.
+    confidence : float, default 0.95
+        Level of the Wilson intervals.
+
+    Returns
+    -------
+    DataFrame
+        One row per slice, indexed by the slice value (named after the dimension; a
+        MultiIndex for several dimensions), sorted by value with missing values last (None;
+        NaN in a MultiIndex level).  Columns are a (metric, statistic) MultiIndex:
+
+        - ``("slice", "tasks")`` (planned in the slice), ``("slice", "small")`` (fewer than
+          :data:`SMALL_SLICE` tasks);
+        - for each of ``pass@1``, ``pass@k``, ``pass^k``: ``value``, ``successes``, ``n``,
+          ``ci_low``, ``ci_high``, ``coverage`` (within the slice); nulls stay null (Float64);
+        - ``("attempts", "total")``, ``("attempts", "eligible")`` and one count per class
+          (``success``, ``agent``, ``environment``, ...).
+
+        ``table["pass@1"]`` is one metric's statistics, ``table.xs("value", axis=1,
+        level="statistic")`` every metric's value.  Slice rows add up to the whole run in
+        tasks, n, successes and counts.  metrics.json's ``slices`` holds the same numbers
+        (:func:`slices_document`).
+    """
+    dims = [by] if isinstance(by, str) else list(by)
+    rows = _slice_rows(run, dims, confidence)
+    data: dict[tuple[str, str], pd.api.extensions.ExtensionArray | list] = {
+        ("slice", "tasks"): pd.array([r["tasks"] for r in rows], dtype="int64"),
+        ("slice", "small"): pd.array([r["small"] for r in rows], dtype="bool"),
+    }
+    for name, _ in _RATES:
+        for field in _RATE_FIELDS:
+            values = [getattr(r["rates"][name], field) for r in rows]
+            data[(name, field)] = pd.array(values, dtype="int64" if field in ("successes", "n") else "Float64")
+    data[("attempts", "total")] = pd.array([r["counts"]["total"] for r in rows], dtype="int64")
+    data[("attempts", "eligible")] = pd.array([r["counts"]["eligible"] for r in rows], dtype="int64")
+    for key in CLASS_KEYS:
+        data[("attempts", key)] = pd.array([r["counts"]["by_failure_class"][key] for r in rows], dtype="int64")
+    table = pd.DataFrame(data, index=_slice_index(dims, [r["key"] for r in rows]))
+    table.columns = pd.MultiIndex.from_tuples(list(data), names=["metric", "statistic"])
     return table
 
 
@@ -182,16 +202,16 @@ def slices_document(run: Run, dimensions: Iterable[str], *, confidence: float = 
     """
     out = {}
     for dim in dimensions:
-        table = metrics_by(run, dim, confidence=confidence)
         entries = []
-        for row in table.to_dict("records"):
-            entry = {"value": row[dim], "tasks": int(row["tasks"]), "small": bool(row["small"])}
+        for row in _slice_rows(run, [dim], confidence):
+            entry = {"value": row["key"][0], "tasks": int(row["tasks"]), "small": bool(row["small"])}
             for name, _ in _RATES:
-                entry[name] = {f: _json_value(row[f"{name}_{f}"]) for f in _RATE_FIELDS}
+                entry[name] = {f: _json_value(v) for f, v in row["rates"][name].to_dict().items()}
+            counts = row["counts"]
             entry["attempts"] = {
-                "total": int(row["attempts"]),
-                "eligible": int(row["eligible"]),
-                "by_failure_class": {key: int(row[key]) for key in CLASS_KEYS},
+                "total": int(counts["total"]),
+                "eligible": int(counts["eligible"]),
+                "by_failure_class": {key: int(counts["by_failure_class"][key]) for key in CLASS_KEYS},
             }
             entries.append(entry)
         out[dim] = entries

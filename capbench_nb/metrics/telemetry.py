@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.format import ALL_ATTEMPTS_TELEMETRY, TELEMETRY_FIELDS
+from capbench_nb.metrics.inputs import metric_inputs
 from capbench_nb.metrics.prepare import prepare
+from capbench_nb.records.run import Run
 
 __all__ = ["telemetry_aggregate", "telemetry_aggregates"]
 
@@ -34,14 +36,17 @@ def _exact_sum(arr: np.ndarray) -> float:
     return math.fsum(arr)
 
 
-def telemetry_aggregates(attempts: pd.DataFrame, *, plan: pd.DataFrame) -> dict:
+def telemetry_aggregates(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None) -> dict:
     """Aggregates of every telemetry field over eligible attempts (``setup_ms``: all attempts).
+
+    Takes a loaded run, or an attempts table with ``plan=``.
 
     Returns
     -------
     dict
         Field name (spec section 5 order) to :func:`telemetry_aggregate`.
     """
+    attempts, plan, _ = metric_inputs(attempts, plan, function="telemetry_aggregates")
     p = prepare(attempts, plan)
     return {name: _aggregate(p.counted[name], None if name in ALL_ATTEMPTS_TELEMETRY else p.eligible)
             for name in TELEMETRY_FIELDS}

@@ -29,6 +29,7 @@ from capbench_nb.io.jsonparse import short
 from capbench_nb.records import columnar_reader
 from capbench_nb.records.exact_reader import read_results_exact
 from capbench_nb.records.manifest import fixed_k, plan_frame, read_manifest
+from capbench_nb.records.views import attempt_evidence, attempts_view, run_html, run_summary
 
 __all__ = ["MANIFEST", "RESULTS", "Run", "load_run", "read_results", "classify_records", "sha256_file"]
 
@@ -62,6 +63,13 @@ class Run:
         ``{"manifest.json": "sha256:...", "results.jsonl": "sha256:..."}``.
     strict : bool
         Whether invalid lines raised (True) or were listed as anomalies.
+
+    Notes
+    -----
+    ``repr(run)`` is one short line (id, suite, status, plan, attempts, k, anomalies) and
+    Jupyter shows a small card (:func:`~capbench_nb.records.views.run_html`).  For reading the
+    attempts use :meth:`attempts_view`; the metric functions take the run itself
+    (``cb.pass_at_1(run)``) or ``run.attempts`` with ``plan=run.plan``.
     """
 
     path: Path
@@ -79,6 +87,28 @@ class Run:
         if not self.records["anomaly"].notna().any():
             return self.records
         return self.records[self.records["anomaly"].isna()]
+
+    def attempts_view(self, *, provenance: bool = False) -> pd.DataFrame:
+        """The counted attempts for reading: an ``outcome`` column, evidence as lists, provenance out.
+
+        See :func:`capbench_nb.records.views.attempts_view` for the columns; ``provenance=True``
+        adds ``line``, ``artifact_dir``, ``telemetry_source`` (a dict) and ``cost_source``.
+        """
+        return attempts_view(self, provenance=provenance)
+
+    def evidence(self, task_id: str, attempt: int) -> dict:
+        """``{reference: the JSON value it points at}`` for one attempt's evidence, in record order.
+
+        Raises ``KeyError`` when the run has no such counted attempt
+        (:func:`capbench_nb.records.views.attempt_evidence`).
+        """
+        return attempt_evidence(self, task_id, attempt)
+
+    def __repr__(self) -> str:
+        return run_summary(self)
+
+    def _repr_html_(self) -> str:
+        return run_html(self)
 
     @property
     def run_id(self) -> str:

@@ -222,3 +222,74 @@ def test_per_task_counts_and_plan_order(tmp_path):
     assert pd.isna(table["success_rate"].tolist()[1])
     low, high = wilson_interval(1, 2)
     assert (table["success_ci_low"][0], table["success_ci_high"][0]) == (low, high)
+
+
+# ---------------------------------------------------------------- the run form and the displays
+
+
+def test_a_loaded_run_gives_the_same_numbers_as_its_table(tmp_path):
+    # Planned repeats 3, 3, 2: k = 2.  t1 SAS, t2 AAS, t3 EA (attempt 1 ineligible), t4 SS + an
+    # anomaly above its planned repeats.
+    records = outcomes({"t1": "SAS", "t2": "AAS", "t3": "EA", "t4": "SS"}) + [record("t4", 3, "A")]
+    for r in records:
+        r["quality_score"] = 0.5 if r["success"] else 0.1
+    run = load(tmp_path, [("t1", 3), ("t2", 3), ("t3", 2), ("t4", 2)], records)
+    a, p, k = run.attempts, run.plan, run.k
+    assert k == 2
+    # by hand: pass@1 over t1, t2, t4 = 2/3; 2-eligible t1, t2, t4: pass@2 2/3, pass^2 1/3
+    assert cb.pass_at_1(run) == cb.pass_at_1(a, plan=p) == rate(2 / 3, 2, 3, 4)
+    assert cb.pass_at_k(run) == cb.pass_at_k(a, plan=p, k=k) == rate(2 / 3, 2, 3, 4)
+    assert cb.pass_hat_k(run) == cb.pass_hat_k(a, plan=p, k=k) == rate(1 / 3, 1, 3, 4)
+    assert cb.pass_at_k(run, k=3) == cb.pass_at_k(a, plan=p, k=3)  # an explicit k wins over run.k
+    oracle = cb.oracle_best_score_at_k(run)
+    assert oracle == cb.oracle_best_score_at_k(a, plan=p, k=k) == cb.ScoreMean(pytest.approx((0.5 + 0.1 + 0.5) / 3), 3)
+    pd.testing.assert_frame_equal(cb.per_task(run), cb.per_task(a, plan=p, k=k))
+    assert cb.attempt_counts(run) == cb.attempt_counts(a, plan=p)
+    assert cb.attempt_counts(run)["total"] == 10  # 3 + 3 + 2 + 2: the anomaly is not counted
+    assert cb.telemetry_aggregates(run) == cb.telemetry_aggregates(a, plan=p)
+    pd.testing.assert_frame_equal(cb.prefix_curve(run), cb.prefix_curve(a, plan=p, k=k))
+    pd.testing.assert_frame_equal(cb.unbiased_curve(run), cb.unbiased_curve(a, plan=p))
+    doc = cb.compute_metrics(run)["metrics"]
+    assert cb.pass_hat_k(run).to_dict() == doc["pass^k"] and cb.pass_at_1(run).to_dict() == doc["pass@1"]
+
+
+def test_the_run_form_refuses_a_plan_and_the_table_form_needs_one(tmp_path):
+    run = load(tmp_path, [("t1", 2)], outcomes({"t1": "SA"}))
+    with pytest.raises(TypeError, match=r"pass_at_1\(run\) takes the plan from the run"):
+        cb.pass_at_1(run, plan=run.plan)
+    with pytest.raises(TypeError, match=r"per_task\(run\) takes the plan"):
+        cb.per_task(run, plan=run.plan, k=2)
+    with pytest.raises(TypeError, match=r"pass_hat_k\(attempts\) needs plan="):
+        cb.pass_hat_k(run.attempts, k=2)
+    with pytest.raises(TypeError, match=r"pass_at_k\(attempts, plan=...\) needs k="):
+        cb.pass_at_k(run.attempts, plan=run.plan)
+    with pytest.raises(TypeError, match="not list"):
+        cb.attempt_counts([], plan=run.plan)
+
+
+def test_rate_repr_is_short_and_names_the_metric(tmp_path):
+    run = load(tmp_path, [(f"t{i}", 2) for i in range(13)],
+               outcomes({f"t{i}": "SS" if i < 8 else "AA" for i in range(13)}))
+    r = cb.pass_at_1(run)
+    low, high = wilson_interval(8, 13)
+    assert repr(r) == f"Rate(pass@1 = 0.615 [{low:.3f}, {high:.3f}], 8/13 tasks, coverage 100%)"
+    assert repr(cb.pass_hat_k(run)).startswith("Rate(pass^2 = 0.615 ")
+    assert repr(cb.oracle_best_score_at_k(run)) == "ScoreMean(oracle_best_score@2 = n/a, 0 tasks)"
+    assert len(repr(r)) < 200
+    # the name is for display only: equality and to_dict see the fields
+    assert r == rate(8 / 13, 8, 13, 13) and r.metric == "pass@1" and rate(0.5, 1, 2, 2).metric is None
+    assert r.to_dict() == {"value": 8 / 13, "successes": 8, "n": 13, "ci_low": low, "ci_high": high, "coverage": 1.0}
+    assert repr(rate(0.5, 1, 2, 3)).startswith("Rate(0.500 [") and "coverage 66.7%" in repr(rate(0.5, 1, 2, 3))
+    assert r.labelled("mine") == r and repr(r.labelled("mine")).startswith("Rate(mine = 0.615")
+
+
+def test_rate_repr_of_an_empty_denominator_and_its_html(tmp_path):
+    run = load(tmp_path, [("t1", 2)], outcomes({"t1": "ES"}))
+    empty = cb.pass_at_1(run)
+    assert repr(empty) == "Rate(pass@1 = n/a, 0/0 tasks, coverage 0%)"
+    assert "n/a" in empty._repr_html_() and "CI" not in empty._repr_html_()
+    page = cb.pass_at_k(load(tmp_path / "b", [("t1", 2), ("t2", 2)], outcomes({"t1": "AS", "t2": "AA"})))._repr_html_()
+    low, high = wilson_interval(1, 2)
+    assert "<b>pass@2</b> = 0.500" in page and f"95% CI [{low:.3f}, {high:.3f}]" in page and "1/2 tasks" in page
+    assert "<b>mine&lt;script&gt;</b>" in cb.pass_at_1(run).labelled("mine<script>")._repr_html_()
+    assert "90% CI" in cb.pass_at_k(load(tmp_path / "c", [("t1", 1)], outcomes({"t1": "S"})), confidence=0.9)._repr_html_()

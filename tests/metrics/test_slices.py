@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import capbench_nb as cb
 from capbench_nb.format import CLASS_KEYS
 from capbench_nb.metrics.slices import SMALL_SLICE, metrics_by, register_slice, slices_document, unregister_slice
+from capbench_nb.metrics.stats import wilson_interval
 
 from conftest import SAMPLE_RUN, manifest, outcomes, record, write_run
 
@@ -29,15 +30,21 @@ TASKS = [
 def test_slice_by_plan_label_hand_vector(tmp_path):
     run = load(tmp_path, TASKS, outcomes({"a1": "SS", "a2": "AS", "b1": "ES", "n1": "SA"}))
     table = metrics_by(run, "app")
-    assert table["app"].tolist() == ["alpha", "beta", None]  # missing value last
-    assert table["tasks"].tolist() == [2, 1, 1]
-    alpha = table.iloc[0]
-    assert (alpha["pass@1_successes"], alpha["pass@1_n"], alpha["pass@1_coverage"]) == (1, 2, 1.0)
-    assert (alpha["pass^k_successes"], alpha["pass^k_n"]) == (1, 2)
-    beta = table.iloc[1]
-    assert beta["pass@1_n"] == 0 and beta["pass@1_value"] is pd.NA and beta["pass@1_coverage"] == 0.0
-    assert (beta["attempts"], beta["eligible"], beta["environment"]) == (2, 1, 1)
-    assert table["small"].all() and SMALL_SLICE > 2
+    assert table.index.name == "app"
+    assert table.index.tolist() == ["alpha", "beta", None]  # missing value last
+    assert table[("slice", "tasks")].tolist() == [2, 1, 1]
+    alpha = table.loc["alpha"]
+    assert (alpha[("pass@1", "successes")], alpha[("pass@1", "n")], alpha[("pass@1", "coverage")]) == (1, 2, 1.0)
+    assert (alpha[("pass^k", "successes")], alpha[("pass^k", "n")]) == (1, 2)
+    # a1 SS, a2 AS: pass@1 1/2 with its Wilson interval, pass@k 2/2, pass^k 1/2
+    low, high = wilson_interval(1, 2)
+    assert (alpha[("pass@1", "value")], alpha[("pass@1", "ci_low")], alpha[("pass@1", "ci_high")]) == (0.5, low, high)
+    assert alpha[("pass@k", "value")] == 1.0 and alpha[("pass^k", "value")] == 0.5
+    beta = table.loc["beta"]
+    assert beta[("pass@1", "n")] == 0 and beta[("pass@1", "value")] is pd.NA and beta[("pass@1", "coverage")] == 0.0
+    assert beta[("pass@1", "ci_low")] is pd.NA
+    assert (beta[("attempts", "total")], beta[("attempts", "eligible")], beta[("attempts", "environment")]) == (2, 1, 1)
+    assert table[("slice", "small")].all() and SMALL_SLICE > 2
 
 
 def test_slice_rows_add_up_to_the_run(sample_run_dir=SAMPLE_RUN):
@@ -65,16 +72,21 @@ def test_slices_always_add_up(tmp_path_factory, spec):
     whole = cb.compute_metrics(run, slices=["grp"])
     table = metrics_by(run, "grp")
     for metric in ("pass@1", "pass@k", "pass^k"):
-        assert table[f"{metric}_n"].sum() == whole["metrics"][metric]["n"]
-        assert table[f"{metric}_successes"].sum() == whole["metrics"][metric]["successes"]
-    assert table["attempts"].sum() == whole["attempts"]["total"]
-    assert table["eligible"].sum() == whole["attempts"]["eligible"]
+        assert table[(metric, "n")].sum() == whole["metrics"][metric]["n"]
+        assert table[(metric, "successes")].sum() == whole["metrics"][metric]["successes"]
+    assert table[("attempts", "total")].sum() == whole["attempts"]["total"]
+    assert table[("attempts", "eligible")].sum() == whole["attempts"]["eligible"]
+    # the metrics.json block and the table are the same numbers
+    for entry, (value, row) in zip(whole["slices"]["grp"], table.iterrows(), strict=True):
+        assert entry["value"] == value and entry["tasks"] == row[("slice", "tasks")]
+        for metric in ("pass@1", "pass@k", "pass^k"):
+            assert entry[metric] == {f: (None if row[(metric, f)] is pd.NA else row[(metric, f)]) for f in entry[metric]}
 
 
 def test_config_key_is_a_single_slice(tmp_path):
     run = load(tmp_path, TASKS, outcomes({"a1": "SS"}))
     table = metrics_by(run, "model")
-    assert table["model"].tolist() == ["m"] and table["tasks"].tolist() == [4]
+    assert table.index.tolist() == ["m"] and table[("slice", "tasks")].tolist() == [4]
 
 
 def test_registered_derived_slice_needs_no_package_change(tmp_path):
@@ -82,8 +94,8 @@ def test_registered_derived_slice_needs_no_package_change(tmp_path):
     register_slice("letter", lambda r: r.plan["task_id"].str[0])
     try:
         table = metrics_by(run, "letter")
-        assert table["letter"].tolist() == ["a", "b", "n"]
-        assert table["pass@1_successes"].tolist() == [1, 1, 1]
+        assert table.index.tolist() == ["a", "b", "n"]
+        assert table[("pass@1", "successes")].tolist() == [1, 1, 1]
         doc = cb.compute_metrics(run, slices=["letter"])
         assert [e["value"] for e in doc["slices"]["letter"]] == ["a", "b", "n"]
     finally:
@@ -93,8 +105,23 @@ def test_registered_derived_slice_needs_no_package_change(tmp_path):
 def test_two_dimensions_cross(tmp_path):
     run = load(tmp_path, TASKS, outcomes({"a1": "SS"}))
     table = metrics_by(run, ["app", "judge"])
-    assert list(table.columns[:2]) == ["app", "judge"]
-    assert len(table) == 3
+    assert isinstance(table.index, pd.MultiIndex) and list(table.index.names) == ["app", "judge"]
+    assert table.index[:2].tolist() == [("alpha", True), ("beta", True)] and len(table) == 3
+    assert table.loc[("alpha", True), ("slice", "tasks")] == 2
+
+
+def test_the_table_has_metric_statistic_columns(tmp_path):
+    run = load(tmp_path, TASKS, outcomes({"a1": "SS", "b1": "SA"}))
+    table = metrics_by(run, "app")
+    assert list(table.columns.names) == ["metric", "statistic"]
+    assert list(table.columns.get_level_values("metric").unique()) == ["slice", "pass@1", "pass@k", "pass^k", "attempts"]
+    assert list(table["pass@1"].columns) == ["value", "successes", "n", "ci_low", "ci_high", "coverage"]
+    assert list(table["attempts"].columns) == ["total", "eligible", *CLASS_KEYS]
+    assert str(table[("pass@1", "value")].dtype) == "Float64" and table[("pass@1", "n")].dtype == "int64"
+    values = table.xs("value", axis=1, level="statistic")
+    assert list(values.columns) == ["pass@1", "pass@k", "pass^k"] and values.loc["beta", "pass@1"] == 1.0
+    assert table.shape == (3, 2 + 3 * 6 + 2 + len(CLASS_KEYS))
+
 
 
 def test_unknown_dimension_is_a_clear_error(tmp_path):

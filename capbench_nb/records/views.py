@@ -1,0 +1,186 @@
+"""Readable views of a loaded run: its short text and HTML summaries, the attempts table, evidence.
+
+``Run.attempts`` is the table the metric functions read, built for speed: ``evidence`` and
+``telemetry_source`` are category columns of JSON text, a success has ``failure_class`` ``''``,
+and provenance columns sit beside the outcome.  :func:`attempts_view` is the same rows for a
+reader.  Every run-supplied string reaches the HTML views through :func:`escape_text`, as text,
+never as markup.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from capbench_nb.format import CLASS_KEYS, TELEMETRY_FIELDS
+from capbench_nb.records.evidence import EvidenceResolver
+
+__all__ = ["PROVENANCE_COLUMNS", "attempts_view", "attempt_evidence", "clip", "escape_text", "html_card",
+           "run_summary", "run_html"]
+
+#: Where a record came from, not what happened: out of :func:`attempts_view` unless asked for.
+PROVENANCE_COLUMNS = ("line", "artifact_dir", "telemetry_source", "cost_source")
+
+_CLIP = 48  # characters of a run-supplied string in a one-line summary
+
+
+def clip(text: Any, limit: int = _CLIP) -> str:
+    """``str(text)``, cut to ``limit`` characters with an ellipsis when longer."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def escape_text(text: Any) -> str:
+    """``text`` as HTML text (``&``, ``<``, ``>`` and both quotes escaped): safe in an element or attribute."""
+    return html.escape(str(text), quote=True)
+
+
+def html_card(title: str, rows: list[tuple[str, str]], note: str = "") -> str:
+    """A small two-column HTML table; every title, label and value is escaped here.
+
+    ``note`` is a trusted, already escaped HTML fragment shown under the table (may be empty).
+    """
+    body = "".join(f"<tr><th style=\"text-align:left;padding-right:1em\">{escape_text(k)}</th>"
+                   f"<td style=\"text-align:left;overflow-wrap:anywhere\">{escape_text(v)}</td></tr>" for k, v in rows)
+    foot = f"<p style=\"margin:0.3em 0 0 0\">{note}</p>" if note else ""
+    return (f"<div class=\"capbench-card\" style=\"max-width:100%\"><table style=\"max-width:100%\">"
+            f"<caption style=\"text-align:left;font-weight:bold;overflow-wrap:anywhere\">"
+            f"{escape_text(title)}</caption>{body}</table>{foot}</div>")
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
+
+
+def _repeats(plan: pd.DataFrame) -> str:
+    if plan.empty:
+        return "0 tasks"
+    low, high = int(plan["planned_repeats"].min()), int(plan["planned_repeats"].max())
+    tasks = _plural(len(plan), "task")
+    return f"{tasks} x {low}" if low == high else f"{tasks} x {low}-{high}"
+
+
+def _suite(manifest: dict) -> str:
+    suite = manifest.get("suite")
+    if not isinstance(suite, dict):
+        return "none"
+    name, version = suite.get("name"), suite.get("version")
+    return clip(name if version is None else f"{name}@{version}", 40)
+
+
+def run_summary(run) -> str:
+    """``Run('sim-4759', suite mobile-core-sim@2026.11, partial, 13 tasks x 2-3, 37 attempts, k=2, 1 anomaly)``.
+
+    Run-supplied strings are clipped, so the line stays short whatever the manifest holds.
+    """
+    parts = [repr(clip(run.run_id, 40)), f"suite {_suite(run.manifest)}"]
+    status = run.manifest.get("status")
+    if status is not None:
+        parts.append(clip(status, 20))
+    parts += [_repeats(run.plan), _plural(len(run.attempts), "attempt"), f"k={run.k}"]
+    if len(run.anomalies):
+        parts.append(_plural(len(run.anomalies), "anomaly", "anomalies"))
+    return f"Run({', '.join(parts)})"
+
+
+def _config_text(config: dict) -> str:
+    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}"
+                     for k, v in config.items() if k != "model")
+
+
+def run_html(run) -> str:
+    """The run as a small HTML card for Jupyter: identity, configuration, plan, attempts, anomalies."""
+    manifest = run.manifest
+    config = manifest.get("config") or {}
+    runner = manifest.get("runner") or {}
+    anomalies = run.anomalies["kind"].value_counts()
+    rows = [
+        ("suite", _suite(manifest)),
+        ("status", manifest.get("status", "")),
+        ("model", config.get("model", "not given")),
+        ("config", clip(_config_text(config), 200) or "none"),
+        ("runner", clip(f"{runner.get('name', '?')} {runner.get('version', '')}".strip(), 80)),
+        ("created", manifest.get("created_at", "")),
+        ("plan", f"{_repeats(run.plan)} repeats, k={run.k}"),
+        ("attempts", f"{len(run.attempts)} counted of {len(run.records)} records"),
+        ("anomalies", ", ".join(f"{int(n)} {kind}" for kind, n in anomalies.items()) or "none"),
+        ("path", str(run.path)),
+    ]
+    note = ("<code>run.attempts_view()</code>: the attempts, one row each; "
+            "<code>run.evidence(task_id, attempt)</code>: an attempt's evidence; "
+            "<code>cb.compute_metrics(run)</code>: every metric")
+    return html_card(f"Run {clip(run.run_id, 80)}", rows, note)
+
+
+def _parsed(column: pd.Series, copy) -> list:
+    """A column of JSON text (often categorical: each distinct text parsed once) as Python values.
+
+    Each row gets its own object (``copy``), so changing one row's list never changes another's.
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        values = [json.loads(text) for text in column.cat.categories]
+        codes = column.cat.codes.to_numpy()
+        return [None if c < 0 else copy(values[c]) for c in codes.tolist()]
+    return [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
+            else copy(json.loads(v) if isinstance(v, str) else v) for v in column.tolist()]
+
+
+def attempts_view(run, *, provenance: bool = False) -> pd.DataFrame:
+    """The counted attempts, for reading: one row per attempt, the index of ``run.attempts``.
+
+    Columns, in order: ``task_id``, ``attempt``, ``outcome`` (``success``, or the failure class:
+    ``agent``, ``environment``, ``evaluation``, ``skipped``, ``unknown``; categorical), ``agent_eligible``,
+    ``failure_stage`` (string, ``<NA>`` when none), ``evidence`` (a list of ``FILE#POINTER`` references, ``[]`` when none),
+    ``quality_score``, ``cost`` and every telemetry field.  ``success`` and ``failure_class``
+    are folded into ``outcome``.  With ``provenance=True`` the columns
+    :data:`PROVENANCE_COLUMNS` follow (``telemetry_source`` as a dict: field -> source).
+
+    This is a copy for display and questions; metric functions read ``run.attempts`` (or the
+    run itself), which this does not change.
+    """
+    a = run.attempts
+    success = a["success"].to_numpy(dtype="bool", na_value=False)
+    classes = a["failure_class"].astype(object).to_numpy()
+    outcome = pd.Categorical(np.where(success, CLASS_KEYS[0], classes), categories=list(CLASS_KEYS))
+    view = pd.DataFrame({"task_id": a["task_id"], "attempt": a["attempt"]}, index=a.index)
+    view["outcome"] = pd.Series(outcome, index=a.index)
+    view["agent_eligible"] = a["agent_eligible"]
+    view["failure_stage"] = a["failure_stage"].astype("string")  # <NA> when none, like every other null here
+    view["evidence"] = pd.Series(_parsed(a["evidence"], list), index=a.index, dtype=object)
+    for name in ("quality_score", "cost", *TELEMETRY_FIELDS):
+        view[name] = a[name]
+    if provenance:
+        view["line"] = a["line"]
+        view["artifact_dir"] = a["artifact_dir"]
+        view["telemetry_source"] = pd.Series(_parsed(a["telemetry_source"], dict), index=a.index, dtype=object)
+        view["cost_source"] = a["cost_source"]
+    return view
+
+
+def attempt_evidence(run, task_id: str, attempt: int) -> dict[str, Any]:
+    """Every evidence reference of one counted attempt with the JSON value it points at, in record order.
+
+    For an imported run, an errored attempt's reference names the source's error
+    (``record.json#/error``), so its message is the value.
+
+    Raises
+    ------
+    KeyError
+        The run has no counted attempt ``attempt`` of ``task_id``.
+    capbench_nb.io.pointer.EvidenceError
+        A reference that cannot be followed (an artifact changed since the run was loaded).
+    """
+    a = run.attempts
+    where = np.flatnonzero((a["task_id"] == task_id).to_numpy(dtype=bool, na_value=False)
+                           & (a["attempt"] == attempt).to_numpy(dtype=bool, na_value=False))
+    if not len(where):
+        raise KeyError(f"run {clip(run.run_id)!r} has no counted attempt {attempt!r} of task {clip(task_id)!r}")
+    row = a.iloc[int(where[0])]
+    references = json.loads(row["evidence"]) if isinstance(row["evidence"], str) else list(row["evidence"])
+    artifact_dir = None if pd.isna(row["artifact_dir"]) else str(row["artifact_dir"])
+    resolver = EvidenceResolver(run.path)
+    return {ref: resolver.resolve(artifact_dir, ref) for ref in references}
