@@ -1,7 +1,7 @@
 """The ``capbench-nb`` command line.
 
 Exit codes: 0 success; 1 ``verify`` found disagreements, or ``compare --strict``
-found compatibility warnings; 2 bad input or usage
+found compatibility warnings of a kind not allowed with ``--allow-diff``; 2 bad input or usage
 (one line on stderr naming file, line and rule; no traceback); 3 ``report``:
 the report notebook failed (one line naming the cell and the exception).
 """
@@ -16,6 +16,7 @@ from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.outputs.export import write_metrics
 from capbench_nb.records.run import load_run
+from capbench_nb.metrics.comparison import WARNING_CODES, blocking_warnings, check_warning_kinds
 from capbench_nb.metrics.slices import UnknownSliceError
 from capbench_nb.outputs.verification import verify
 
@@ -53,7 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_a", metavar="RUN_A", help="baseline run directory")
     p.add_argument("run_b", metavar="RUN_B", help="run compared with the baseline (differences are B minus A)")
     p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: ./comparison)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when the runs are not fully compatible")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when there is a compatibility warning of a kind not allowed with --allow-diff")
+    p.add_argument("--allow-diff", dest="allow_diff", action="append", default=[], metavar="KIND",
+                   help="a warning kind that is intended, e.g. model when comparing two models on one suite: "
+                        "still printed and shown, marked allowed, but --strict does not fail on it "
+                        f"(repeatable; kinds: {', '.join(WARNING_CODES)})")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed (default 0)")
     p.add_argument("--allow-invalid", action="store_true",
                    help="skip invalid lines of results.jsonl in either run, listing each under anomalies")
@@ -166,22 +172,31 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     from capbench_nb.outputs.reportrun import ReportError, build_comparison
 
+    try:
+        allowed = check_warning_kinds(args.allow_diff)
+    except ValueError as exc:  # a usage error, reported before any run is read
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     out = Path(args.out) if args.out else Path("comparison")
     try:
         path = build_comparison(args.run_a, args.run_b, out, allow_invalid=args.allow_invalid, seed=args.seed,
-                                strict=args.strict, progress=args.progress)
+                                strict=args.strict, allow_diff=allowed, progress=args.progress)
     except ReportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_REPORT
     doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
     warnings = (doc.get("compatibility") or {}).get("warnings") or []
+    blocking = blocking_warnings(warnings, allowed)
     for w in warnings:
+        note = "" if w in blocking else " (allowed by --allow-diff)"
         # the message quotes manifest strings: controls and bidi overrides shown as escapes
-        print(f"{PROG}: warning: [{one_line(w.get('code'), 100)}] {one_line(w.get('message'), 1000)}",
+        print(f"{PROG}: warning: [{one_line(w.get('code'), 100)}]{note} {one_line(w.get('message'), 1000)}",
               file=sys.stderr)
     print(path)
-    if warnings and args.strict:
-        print(f"{PROG}: error: {len(warnings)} compatibility warning(s) with --strict", file=sys.stderr)
+    if blocking and args.strict:
+        kinds = ", ".join(dict.fromkeys(one_line(w.get("code"), 100) for w in blocking))
+        print(f"{PROG}: error: {len(blocking)} compatibility warning(s) with --strict ({kinds}; allow an intended "
+              "kind with --allow-diff KIND)", file=sys.stderr)
         return EXIT_DISAGREE
     return EXIT_OK
 

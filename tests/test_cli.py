@@ -633,3 +633,64 @@ def test_compare_bad_input_is_exit_2_before_any_notebook(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "truncated-line" in err[0]
     assert not out.exists() or not list(out.iterdir())
+
+
+# --------------------------------------------------------------------------- compare --allow-diff
+
+
+@pytest.fixture
+def two_models(tmp_path):
+    """Two runs of one plan by different models (one `model` warning), and a third that also differs in
+    suite version (`suite_version` and `model`)."""
+    a = write_outcomes_run(tmp_path / "a", plan_manifest([("t1", 2), ("t2", 2)]), outcomes({"t1": "SS", "t2": "AS"}))
+    other = plan_manifest([("t1", 2), ("t2", 2)])
+    other["config"]["model"] = "m-other"
+    b = write_outcomes_run(tmp_path / "b", other, outcomes({"t1": "SA", "t2": "SS"}))
+    other = plan_manifest([("t1", 2), ("t2", 2)])
+    other["config"]["model"] = "m-other"
+    other["suite"]["version"] = "2"
+    c = write_outcomes_run(tmp_path / "c", other, outcomes({"t1": "SA", "t2": "SS"}))
+    return a, b, c
+
+
+def test_compare_strict_allow_diff_passes_when_only_allowed_kinds(two_models, tmp_path, capsys):
+    a, b, _ = two_models
+    out = tmp_path / "cmp"
+    assert main(["compare", str(a), str(b), "--out", str(out), "--strict", "--no-progress"]) == 1
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--out", str(out), "--strict", "--allow-diff", "model",
+                 "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("capbench-nb: warning: [model] (allowed by --allow-diff) ")
+    assert captured.out.strip() == str(out / "comparison.html")
+
+
+def test_compare_strict_allow_diff_fails_on_another_kind(two_models, tmp_path, capsys):
+    a, _, c = two_models
+    out = tmp_path / "cmp"
+    assert main(["compare", str(a), str(c), "--out", str(out), "--strict", "--allow-diff", "model",
+                 "--allow-diff", "judge", "--no-progress"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("capbench-nb: warning: [suite_version] different suite versions")
+    assert err[1].startswith("capbench-nb: warning: [model] (allowed by --allow-diff) ")
+    assert err[2].startswith("capbench-nb: error: 1 compatibility warning(s) with --strict (suite_version;")
+    doc = json.loads((out / "comparison.json").read_text())
+    assert [w["code"] for w in doc["compatibility"]["warnings"]] == ["suite_version", "model"]
+
+
+def test_compare_allow_diff_unknown_kind_is_a_usage_error(two_models, tmp_path, capsys):
+    a, b, _ = two_models
+    out = tmp_path / "cmp"
+    assert main(["compare", str(a), str(b), "--out", str(out), "--strict", "--allow-diff", "models"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith('capbench-nb: error: unknown warning kind "models" for --allow-diff')
+    assert "model, config, toolkit_version, evaluation_contract" in err[0]
+    assert not out.exists()
+
+
+def test_compare_help_documents_allow_diff(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--allow-diff KIND" in text and "repeatable; kinds: suite, suite_version" in text

@@ -1,3 +1,5 @@
+# long module: the compatibility checks, the pairing and the telemetry deltas build one document and share
+# its private helpers (identity, plan ids, messages); split, they would import each other's privates.
 """Comparing two runs on the same suite: compatibility, paired analysis, telemetry deltas.
 
 :func:`compare_runs` turns two loaded runs into the comparison.json document
@@ -103,6 +105,8 @@ __all__ = [
     "compare_runs",
     "compatibility_warnings",
     "paired_outcomes",
+    "check_warning_kinds",
+    "blocking_warnings",
 ]
 
 COMPARISON_SCHEMA_VERSION = "capbench.comparison/1"
@@ -360,6 +364,51 @@ def compatibility_warnings(run_a: Run, run_b: Run) -> list[dict]:
     for what could not be checked).  The codes are described in the module docstring.
     """
     return _compatibility(run_a, run_b)[0]
+
+
+def check_warning_kinds(kinds) -> tuple[str, ...]:
+    """The warning kinds named by ``--allow-diff``, checked against :data:`WARNING_CODES`.
+
+    Parameters
+    ----------
+    kinds : iterable of str
+        Warning codes such as ``"model"``; repeats are dropped, order kept.
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    ValueError
+        One sentence naming the first unknown kind and every valid one.
+    """
+    out = tuple(dict.fromkeys(kinds))
+    for kind in out:
+        if kind not in WARNING_CODES:
+            raise ValueError(f"unknown warning kind {_show(kind)} for --allow-diff; the kinds are "
+                             f"{', '.join(WARNING_CODES)}")
+    return out
+
+
+def blocking_warnings(warnings: list[dict], allowed=()) -> list[dict]:
+    """The warnings that make ``compare --strict`` fail: those whose code is not in ``allowed``.
+
+    Parameters
+    ----------
+    warnings : list of dict
+        ``compare_runs(...)["compatibility"]["warnings"]``.
+    allowed : iterable of str
+        Warning kinds declared intended (``--allow-diff``), checked with
+        :func:`check_warning_kinds`.
+
+    Returns
+    -------
+    list of dict
+        The other warnings, in their order.
+    """
+    allowed = set(check_warning_kinds(allowed))
+    return [w for w in warnings if w.get("code") not in allowed]
 
 
 # =========================================================================== paired analysis

@@ -22,6 +22,7 @@ __all__ = [
     "COMPARISON_FILE",
     "COMPARISON_MARKDOWN",
     "compare_runs",
+    "metric_label",
     "comparison_markdown",
     "write_comparison",
     "compatibility_summary",
@@ -41,7 +42,7 @@ COMPARISON_MARKDOWN = "comparison.md"
 # =========================================================================== Markdown
 
 
-def _label(name: str, k: int) -> str:
+def metric_label(name: str, k: int) -> str:
     """``pass@k`` and ``pass^k`` with the paired k written out (``pass^3``; ``pass@k (k=1)`` beside pass@1)."""
     if name == "pass@1":
         return name
@@ -115,7 +116,7 @@ def comparison_markdown(doc: dict, *, max_flips: int = 50) -> str:
     if level != 0.95:
         lines[-2] = lines[-2].replace("95% interval", f"{100 * level:g}% interval")
     for name, e in doc["paired"].items():
-        label = _label(name, e["k"])
+        label = metric_label(name, e["k"])
         interval = "n/a" if e["ci_low"] is None else f"{_signed_pct(e['ci_low'])} to {_signed_pct(e['ci_high'])}"
         lines.append(f"| {md_escape(label)} | {e['n_pairs']} | {e['both']} | {e['a_only']} | {e['b_only']} | "
                      f"{e['neither']} | {_pct(e['a_value'])} | {_pct(e['b_value'])} | {_signed_pct(e['difference'])} | "
@@ -126,7 +127,7 @@ def comparison_markdown(doc: dict, *, max_flips: int = 50) -> str:
             ids = f[side]
             shown = ", ".join(md_escape(t) for t in ids[:max_flips])
             more = f" and {len(ids) - max_flips} more" if len(ids) > max_flips else ""
-            lines.append(f"- {_label(name, doc['paired'][name]['k'])}, {text} ({len(ids)}): {shown + more if ids else 'none'}")
+            lines.append(f"- {metric_label(name, doc['paired'][name]['k'])}, {text} ({len(ids)}): {shown + more if ids else 'none'}")
     lines += [
         "",
         "## Telemetry (paired eligible attempts)",
@@ -236,7 +237,7 @@ def plot_differences(doc: dict, ax: Any = None) -> Any:
     names = list(doc["paired"])
     for y, name in enumerate(names):
         e = doc["paired"][name]
-        label = _label(name, e["k"])
+        label = metric_label(name, e["k"])
         names[y] = f"{label} (n={e['n_pairs']})"
         if e["difference"] is None:
             continue

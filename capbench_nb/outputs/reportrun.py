@@ -499,6 +499,7 @@ def build_comparison(
     allow_invalid: bool = False,
     seed: int = 0,
     strict: bool = False,
+    allow_diff: tuple[str, ...] | list[str] = (),
     progress: bool | None = None,
     notebook: str | os.PathLike | None = None,
 ) -> Path:
@@ -511,7 +512,7 @@ def build_comparison(
     b = load_run(run_b, strict=not allow_invalid)
     source = Path(notebook) if notebook is not None else find_notebook(COMPARE_NOTEBOOK)
     parameters = {"run_a": os.path.abspath(run_a), "run_b": os.path.abspath(run_b), "strict": bool(strict),
-                  "seed": int(seed), "allow_invalid": bool(allow_invalid)}
+                  "seed": int(seed), "allow_invalid": bool(allow_invalid), "allow_diff": list(allow_diff)}
     return _build(Path(source), Path(out_dir), parameters, written=("comparison.json", "comparison.md"),
                   stem="comparison", progress=progress,
                   title=f"{_one_line(b.run_id, 120)} vs {_one_line(a.run_id, 120)} · capbench-nb comparison")

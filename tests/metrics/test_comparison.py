@@ -518,3 +518,30 @@ def test_sample_run_against_itself():
         assert entry["difference"] == 0.0 and entry["mcnemar_p"] == 1.0 and entry["a_only"] == entry["b_only"] == 0
         assert entry["ci_low"] < 0 < entry["ci_high"]
     assert doc["telemetry"]["task_wall_ms"]["difference"] == 0.0
+
+
+# =========================================================================== --allow-diff
+
+
+def test_check_warning_kinds_keeps_order_and_refuses_unknown_kinds():
+    from capbench_nb.metrics.comparison import WARNING_CODES, check_warning_kinds
+
+    assert check_warning_kinds(["model", "config", "model"]) == ("model", "config")
+    assert check_warning_kinds([]) == ()
+    with pytest.raises(ValueError) as info:
+        check_warning_kinds(["model", "modle"])
+    message = str(info.value)
+    assert '"modle"' in message and "\n" not in message
+    assert all(code in message for code in WARNING_CODES)
+
+
+def test_blocking_warnings_are_those_not_allowed():
+    from capbench_nb.metrics.comparison import blocking_warnings
+
+    warnings = [{"code": "suite_version", "message": "x", "details": {}},
+                {"code": "model", "message": "y", "details": {}}]
+    assert blocking_warnings(warnings) == warnings
+    assert blocking_warnings(warnings, ["model"]) == [warnings[0]]
+    assert blocking_warnings(warnings, ["model", "suite_version"]) == []
+    with pytest.raises(ValueError):
+        blocking_warnings(warnings, ["nope"])

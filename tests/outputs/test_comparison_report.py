@@ -21,6 +21,8 @@ from capbench_nb.outputs.comparison import (
     warnings_frame,
     write_comparison,
 )
+from capbench_nb.outputs.comparison_page import verdicts
+from capbench_nb.outputs.escaping import html_escape
 from capbench_nb.outputs.reporting import md_escape
 from capbench_nb.simulation.writer import simulate_run
 
@@ -150,6 +152,8 @@ def test_notebook_executes_with_papermill(tmp_path, kernel_name):
     assert [w["code"] for w in written["compatibility"]["warnings"]] == ["model"]
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    assert any('src="data:image/png;base64,' in "".join(o.get("data", {}).get("text/html", "")) for o in outputs)
-    text = json.dumps([o.get("data", {}) for o in outputs])
-    assert "Strict mode" in text
+    html = "".join("".join(o.get("data", {}).get("text/html", "")) for o in outputs)
+    assert 'class="cbc-forest"' in html and 'class="cbc-data"' in html  # the interval chart, the flipped tasks
+    for line in verdicts(expected):
+        assert html_escape(line, max_len=None) in html
+    assert "Strict mode: 1 of them is not of a kind allowed with --allow-diff and fails the comparison" in html
