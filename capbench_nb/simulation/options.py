@@ -125,7 +125,7 @@ class SimulationOptions:
         if self.missing_attempts + self.extra_attempts + self.empty_tasks > tasks:
             raise ValueError("missing_attempts, extra_attempts and empty_tasks need distinct tasks: too many for the plan")
         if self.price_table is not None and not isinstance(self.price_table, PriceTable):
-            raise ValueError("price_table must be a capbench_nb.derivation.PriceTable")
+            raise ValueError("price_table must be a capbench_nb.records.prices.PriceTable")
 
     def as_json(self) -> dict:
         """The options as JSON values, in field order (``price_table`` as an object or None)."""

@@ -271,6 +271,9 @@ def test_bad_options_are_refused(tmp_path):
         build_run(tasks=2, repeats=2, seed=1, missing_attempts=2, extra_attempts=1)
     with pytest.raises(ValueError):
         build_run(tasks=0, repeats=1, seed=1)
+    # the message names the class where it really lives
+    with pytest.raises(ValueError, match=r"capbench_nb\.records\.prices\.PriceTable$"):
+        build_run(tasks=2, repeats=1, seed=1, price_table={"m-large": 1.0})
     assert not any(tmp_path.iterdir())
 
 
