@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "is_safe_number",
-           "safe_numbers"]
+__all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "MAX_IMPORT_LOG_BYTES",
+           "MAX_EVAL_DECOMPRESSED_BYTES", "MAX_EVAL_MEMBERS", "LIMITS", "is_safe_number", "safe_numbers"]
 
 #: Largest number accepted in a numeric field: 2**53 - 1, the largest integer a
 #: JSON reader in any language represents exactly.  Larger values are refused as
@@ -27,6 +27,38 @@ MAX_LINE_BYTES = 128 << 20
 
 #: Largest manifest.json, in bytes: 64 MiB (about half a million plan tasks with labels).
 MAX_MANIFEST_BYTES = 64 << 20
+
+#: Largest imported JSON log, in bytes: 256 MiB (an inspect_ai ``.json`` log, a tau-bench results
+#: file).  Such a log is parsed as one document, which takes several times its size in memory.  A
+#: larger file is refused unread (``import-too-large``); a large inspect log
+#: belongs in the ``.eval`` format, whose samples are read one at a time.
+MAX_IMPORT_LOG_BYTES = 256 << 20
+
+#: Most bytes the members of an inspect_ai ``.eval`` archive may decompress to, in total: 1 GiB.  The
+#: members are read as streams and counted as they inflate, so a zip bomb (a 2 MB archive whose member
+#: inflates to 2 GiB) is refused after about this many bytes (``eval-too-large``), never written out.
+#: Each sample is parsed on its own and its event transcript dropped, so memory stays bounded by the
+#: largest member and what is kept of the samples.
+MAX_EVAL_DECOMPRESSED_BYTES = 1 << 30
+
+#: Most members of an ``.eval`` archive: 200,000 (inspect writes one per sample and epoch, plus a few
+#: summaries; 20,000 samples of 10 epochs fit).  Counted from the archive's end record before its
+#: central directory is read (``eval-too-many-members``).
+MAX_EVAL_MEMBERS = 200_000
+
+
+#: Every limit as (name, value, what it bounds, the rule id of a refusal): the table the reference
+#: page (docs/format-reference.md) renders.
+LIMITS = (
+    ("MAX_SAFE_NUMBER", MAX_SAFE_NUMBER, "largest number in any numeric field", "number-too-large"),
+    ("MAX_REPEATS", MAX_REPEATS, "largest planned repeats of a task", "repeats-too-large"),
+    ("MAX_LINE_BYTES", MAX_LINE_BYTES, "longest line of results.jsonl, in bytes", "line-too-long"),
+    ("MAX_MANIFEST_BYTES", MAX_MANIFEST_BYTES, "largest manifest.json, in bytes", "manifest-too-large"),
+    ("MAX_IMPORT_LOG_BYTES", MAX_IMPORT_LOG_BYTES, "largest imported JSON log, in bytes", "import-too-large"),
+    ("MAX_EVAL_DECOMPRESSED_BYTES", MAX_EVAL_DECOMPRESSED_BYTES,
+     "most bytes the members of an inspect .eval archive decompress to, in total", "eval-too-large"),
+    ("MAX_EVAL_MEMBERS", MAX_EVAL_MEMBERS, "most members of an inspect .eval archive", "eval-too-many-members"),
+)
 
 
 def is_safe_number(value: Any, integer: bool = False) -> bool:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from capbench_nb.format.fields import ARTIFACT, MANIFEST_FIELDS, PLAN_FIELDS, PLAN_TASK, RECORD, RECORD_TELEMETRY, Field
-from capbench_nb.format.limits import MAX_LINE_BYTES, MAX_MANIFEST_BYTES, MAX_REPEATS, MAX_SAFE_NUMBER
+from capbench_nb.format.limits import LIMITS, MAX_SAFE_NUMBER
 from capbench_nb.format.rules import CHECKS, INVARIANTS
 from capbench_nb.format.telemetry import TELEMETRY
 from capbench_nb.format.vocabulary import (
@@ -36,6 +36,14 @@ def _table(header: tuple[str, ...], rows) -> list[str]:
 
 def _code(value: object) -> str:
     return f"`{value}`" if value not in (None, "") else ""
+
+
+def _limit_value(value: int) -> str:
+    if value == MAX_SAFE_NUMBER:
+        return f"{value} (2**53-1)"
+    if value >= 1 << 20 and not value % (1 << 20):
+        return f"{value} ({value >> 20} MiB)"
+    return str(value)
 
 
 def _limits(f: Field) -> str:
@@ -96,14 +104,8 @@ def render() -> str:
         ("anomaly kinds", ", ".join(map(_code, ANOMALY_KINDS))),
     ])
     out += ["## Limits", ""]
-    out += _table(("limit", "value", "meaning"), [
-        ("`MAX_SAFE_NUMBER`", f"{MAX_SAFE_NUMBER} (2**53-1)", "largest number in any numeric field"),
-        ("`MAX_REPEATS`", MAX_REPEATS, "largest planned repeats of a task (`repeats-too-large`)"),
-        ("`MAX_LINE_BYTES`", f"{MAX_LINE_BYTES} ({MAX_LINE_BYTES >> 20} MiB)",
-         "longest line of results.jsonl (`line-too-long`)"),
-        ("`MAX_MANIFEST_BYTES`", f"{MAX_MANIFEST_BYTES} ({MAX_MANIFEST_BYTES >> 20} MiB)",
-         "largest manifest.json (`manifest-too-large`)"),
-    ])
+    out += _table(("limit", "value", "meaning", "rule"),
+                  [(f"`{name}`", _limit_value(value), meaning, f"`{rule}`") for name, value, meaning, rule in LIMITS])
     out += ["## manifest.json", ""] + _fields(MANIFEST_FIELDS, dtypes=False)
     out += ["### plan", ""] + _fields(PLAN_FIELDS, dtypes=False)
     out += ["### plan.tasks[]", "", "Any other key of a plan task is a label (a slice dimension).", ""]

@@ -259,3 +259,12 @@ def test_telemetry_fields_are_those_of_spec_section_5_in_its_order():
         "total_tokens", "cached_input_tokens", "reasoning_tokens", "time_to_first_token_ms", "device_execution_ms",
         "screenshot_capture_ms", "tool_errors", "replan_count", "recovery_attempted", "recovery_succeeded",
     )
+
+
+def test_every_limit_is_in_the_limits_table_with_its_value():
+    from capbench_nb.format import limits
+
+    named = {name for name in limits.__all__ if name.startswith("MAX_")}
+    table = {name: value for name, value, _, _ in limits.LIMITS}
+    assert set(table) == named
+    assert all(table[name] == getattr(limits, name) for name in named)

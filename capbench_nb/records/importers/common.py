@@ -10,19 +10,25 @@ every record, every evidence reference), and only then renamed into place.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 from urllib.parse import quote
 
 from capbench_nb.errors import InvalidRunError
+from capbench_nb.format import limits
 from capbench_nb.io.atomic import current_umask, dumps, write_atomic
+from capbench_nb.io.files import open_input
+from capbench_nb.io.jsonparse import (JsonMessages, find_surrogate, json_error, json_type_name, max_int_digits,
+                                      size_text, surrogate_message)
 from capbench_nb.io.pointer import escape_token
 from capbench_nb.records.ingest import record_line
 from capbench_nb.records.manifest import validate_manifest
@@ -38,9 +44,14 @@ __all__ = [
     "base_record",
     "describe",
     "finite_or_text",
+    "guarded",
+    "open_source",
+    "parse_source",
     "pointer",
+    "read_limited",
     "read_source_bytes",
     "sha256_hex",
+    "too_large",
     "unit_score",
     "write_imported_run",
 ]
@@ -50,6 +61,9 @@ RECORD_FILE = "record.json"
 #: A numeric score or reward counts as a success when it is within this of 1.
 SUCCESS_TOLERANCE = 1e-6
 _MAX_DIR_NAME = 120
+#: Ends every cut directory name: ``%`` followed by no hex digit is never in a percent-encoded id,
+#: so a cut name cannot equal the name of another (uncut) id.
+_CUT_MARK = "%~"
 
 
 @dataclass(frozen=True)
@@ -78,21 +92,147 @@ def sha256_hex(data: bytes) -> str:
 
 def describe(value: Any) -> str:
     """A source value as an error message quotes it: JSON text (anything else ``str()``), cut at 60 characters."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):  # nested too deeply to print: say what it is
+        text = json_type_name(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def read_source_bytes(path: str | os.PathLike, what: str) -> bytes:
-    """The bytes of an input file, or a one-line InvalidRunError."""
+def open_source(path: str | os.PathLike, what: str) -> BinaryIO:
+    """An input file opened for reading (a regular file, never blocking), or a one-line InvalidRunError."""
     file = str(path)
     try:
-        return Path(path).read_bytes()
+        return open_input(path, null_device=False)
     except FileNotFoundError:
         raise InvalidRunError(file, "import-missing", f"no such {what}") from None
     except IsADirectoryError:
         raise InvalidRunError(file, "import-unreadable", f"a directory, not a {what}") from None
+    except OSError as exc:  # NotARegularFile says what the file is instead
+        raise InvalidRunError(file, "import-unreadable", f"cannot read the {what}: {exc.strerror or exc}") from None
+
+
+def too_large(file: str, what: str, size: int, limit: int, name: str,
+              rule: str = "import-too-large") -> InvalidRunError:
+    """The error of an input above one of the limits of :mod:`capbench_nb.format.limits` (named in it)."""
+    return InvalidRunError(file, rule, f"the {what} is {size} bytes, above the limit of {size_text(limit)} "
+                                       f"({name}, docs/format-notes.md)")
+
+
+def read_limited(fh: BinaryIO, file: str, what: str, limit: int | None = None) -> bytes:
+    """The rest of an open input file, at most ``limit`` bytes (default
+    :data:`~capbench_nb.format.limits.MAX_IMPORT_LOG_BYTES`): a larger file is refused from its size,
+    unread; one that grows while read is cut at ``limit + 1`` bytes and refused too."""
+    limit = limits.MAX_IMPORT_LOG_BYTES if limit is None else limit
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise too_large(file, what, size, limit, "MAX_IMPORT_LOG_BYTES")
+        data = fh.read(limit + 1)
     except OSError as exc:
-        raise InvalidRunError(file, "import-unreadable", f"cannot read the {what}: {exc.strerror}") from None
+        raise InvalidRunError(file, "import-unreadable", f"cannot read the {what}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise too_large(file, what, len(data), limit, "MAX_IMPORT_LOG_BYTES")
+    return data
+
+
+def read_source_bytes(path: str | os.PathLike, what: str, limit: int | None = None) -> bytes:
+    """The bytes of an input file (:func:`open_source`, :func:`read_limited`), or a one-line InvalidRunError."""
+    with open_source(path, what) as fh:
+        return read_limited(fh, str(path), what, limit)
+
+
+class _LongInt:
+    """An integer literal longer than Python converts, kept as text so that its pointer can be named."""
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+
+def _first_long_int(doc: Any) -> tuple[str, _LongInt] | None:
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, _LongInt):
+            return where, node
+        if isinstance(node, dict):
+            items = [(f"{where}/{escape_token(k)}", v) for k, v in node.items()]
+        elif isinstance(node, list):
+            items = [(f"{where}/{i}", v) for i, v in enumerate(node)]
+        else:
+            continue
+        stack.extend((v, w) for w, v in reversed(items))
+    return None
+
+
+#: The only way text decoded from UTF-8 can hold a surrogate: a ``\uD800``-``\uDFFF`` escape (a hint; pairs are fine).
+_SURROGATE_HINT = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def parse_source(data: bytes | str, *, file: str, messages: JsonMessages, what: str = "", rule: str = "json",
+                 line: int | None = None, encoding: str = "utf-8", value_what: str | None = None) -> Any:
+    """A source document as the importers read it: JSON with bare NaN/Infinity tokens accepted, and
+    refused (one InvalidRunError naming the value's JSON pointer) when it holds what no run can:
+
+    - an integer literal longer than Python converts (4300 digits): ``number-too-large``;
+    - a string (key or value) with a lone UTF-16 surrogate escape (``"t\\udcff"``): ``invalid-unicode``.
+
+    Other failures (syntax, UTF-8, nesting) are :func:`~capbench_nb.io.jsonparse.json_error`'s.
+    ``what`` prefixes the message (a member of an archive; ``value_what``, when given, instead prefixes
+    the messages of the two refusals above); ``line`` is the line the document starts on.
+    """
+    value_what = what if value_what is None else value_what
+    prefix = f"{value_what}: " if value_what else ""
+    digits = max_int_digits() or 4300
+    long_ints = []
+
+    def parse_int(text: str) -> Any:
+        if len(text) > digits and len(text.lstrip("-")) > digits:
+            long_ints.append(text)
+            return _LongInt(text)
+        return int(text)
+
+    text = None
+    try:
+        text = data.decode(encoding) if isinstance(data, (bytes, bytearray)) else data
+        doc = json.JSONDecoder(parse_int=parse_int).decode(text)
+    except (ValueError, RecursionError) as exc:
+        raise json_error(exc, file=file, rule=rule, messages=messages, what=what, line=line, text=text) from None
+    if long_ints:
+        found = _first_long_int(doc)
+        where, token = found if found is not None else ("", _LongInt(long_ints[0]))
+        place = f"the value at {where}" if where else "an integer literal"
+        raise InvalidRunError(file, "number-too-large", f"{prefix}{place} is an integer literal of "
+                              f"{len(token.digits.lstrip('-'))} digits (at most {digits} are read; a number "
+                              "of the run format is at most 2**53-1)", line=line)
+    if _SURROGATE_HINT.search(text):
+        found = find_surrogate(doc)
+        if found is not None:
+            raise InvalidRunError(file, "invalid-unicode", prefix + surrogate_message(*found), line=line)
+    return doc
+
+
+#: What a mapping raises on a source value it did not expect (a bug of ours: the fuzz tests must never see it).
+_UNEXPECTED = (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError, RecursionError)
+
+
+@contextlib.contextmanager
+def guarded(file: str, what: str) -> Iterator[None]:
+    """Turn an exception a mapping did not foresee into one InvalidRunError line (rule ``import-unsupported``).
+
+    The importers check every value they read; this is the net under those checks, so that no input,
+    however hostile, gets a traceback.  ``tests/records/test_importers_damaged.py`` fails if any of its
+    inputs reaches it.  InvalidRunError, OSError and interrupts pass through unchanged.
+    """
+    try:
+        yield
+    except InvalidRunError:
+        raise
+    except RecursionError:
+        raise InvalidRunError(file, "json", f"the {what} is nested too deeply to copy") from None
+    except _UNEXPECTED as exc:
+        raise InvalidRunError(file, "import-unsupported", f"cannot import this {what}: {type(exc).__name__}: "
+                              f"{exc} (please report this)") from None
 
 
 def dir_name(task_id: str) -> str:
@@ -100,13 +240,19 @@ def dir_name(task_id: str) -> str:
 
     Percent-encoding of every byte outside ``A-Za-z0-9_.-~`` (so ``/`` and
     ``%`` are escaped); ``.`` and ``..`` are encoded too; a name longer than
-    120 characters is cut and suffixed with a hash of the whole id.
+    120 characters is cut to 102 and ends with ``%~`` and 16 hex digits of
+    the sha256 of the whole id.  No uncut name holds ``%~`` (every ``%`` of a
+    percent-encoding is followed by two hex digits), so a cut name never
+    equals another id's name: the mapping stays injective (up to a 64-bit
+    hash collision between two ids longer than 120 encoded characters).
+    Ids must be Unicode text (no lone surrogate): the importers refuse others first.
     """
     name = quote(task_id, safe="")
     if name in (".", ".."):
         name = name.replace(".", "%2E")
     if len(name) > _MAX_DIR_NAME:
-        name = name[: _MAX_DIR_NAME - 17] + "~" + sha256_hex(task_id.encode("utf-8", "surrogatepass"))[:16]
+        suffix = _CUT_MARK + sha256_hex(task_id.encode("utf-8"))[:16]
+        name = name[: _MAX_DIR_NAME - len(suffix)] + suffix
     return name
 
 

@@ -25,17 +25,20 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import struct
+import sys
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import RUN_SCHEMA_VERSION
-from capbench_nb.io.jsonparse import JsonMessages, parse_document
-from capbench_nb.records.importers import common
+from capbench_nb.format import MAX_REPEATS, MAX_SAFE_NUMBER, RUN_SCHEMA_VERSION, is_safe_number, limits
+from capbench_nb.io.jsonparse import JsonMessages
+from capbench_nb.records.importers import common, eval_archive, inspect_header
 
 __all__ = ["import_inspect", "read_log", "score_outcome", "eval_reader_available", "EXTRA_HINT"]
 
@@ -53,6 +56,9 @@ _STATUS = {"success": "completed", "started": "partial", "error": "aborted", "ca
 # inspect_ai's value_to_float(): CORRECT "C" = 1, INCORRECT "I" = 0, PARTIAL "P" = 0.5, NOANSWER "N" = 0.
 _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+#: A numeric score string: ASCII digits with at most one decimal point (what inspect's check lets through
+#: and ``float()`` reads).
+_DECIMAL = re.compile(r"[0-9]+\.?[0-9]*|\.[0-9]+", re.ASCII)
 
 
 @dataclass
@@ -66,8 +72,12 @@ class InspectLog:
     samples: list[dict] = field(repr=False)
 
 
-class _UnsupportedValue(Exception):
-    """A score value that is a dict or a list (one value per metric): no single outcome."""
+class _BadSample(Exception):
+    """A sample value no attempt can be made of: the message, and the rule (raised with the log's file named)."""
+
+    def __init__(self, message: str, rule: str = "inspect-format") -> None:
+        super().__init__(message)
+        self.rule = rule
 
 
 def _bad(file: str, message: str, *, rule: str = "inspect-format", line: int | None = None) -> InvalidRunError:
@@ -102,75 +112,101 @@ _JSON_MESSAGES = JsonMessages(syntax="not valid JSON: {msg} (line {lineno}, colu
                               utf8_rule="utf-8")
 
 
-def _parse_json(data: bytes, file: str, what: str) -> Any:
-    """JSON as inspect writes it: UTF-8 (a BOM allowed), bare NaN/Infinity tokens accepted."""
-    return parse_document(data, file=file, rule="json", messages=_JSON_MESSAGES, what=what, encoding="utf-8-sig")
+def _parse_json(data: bytes, file: str, what: str, value_what: str | None = None) -> Any:
+    """JSON as inspect writes it: UTF-8 (a BOM allowed), bare NaN/Infinity tokens accepted (and no
+    over-long integer literal or lone surrogate: :func:`common.parse_source`)."""
+    return common.parse_source(data, file=file, messages=_JSON_MESSAGES, what=what, encoding="utf-8-sig",
+                               value_what=value_what)
 
 
-def _read_eval(file: str, raw: bytes) -> tuple[dict, list[dict]]:
-    import io
-
+def _open_archive(file: str, fh: BinaryIO) -> Any:
     module = _zstd_zipfile() or zipfile
     try:
-        archive = module.ZipFile(io.BytesIO(raw))
-    except (module.BadZipFile, zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        archive = module.ZipFile(fh)
+    except (module.BadZipFile, zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError,
+            struct.error, OverflowError) as exc:
         raise _bad(file, f"not a readable .eval log (zip archive): {exc}") from None
-    with archive:
+    if module is zipfile and any(info.compress_type == ZIP_ZSTANDARD for info in archive.infolist()):
+        archive.close()
+        raise _bad(file, "this .eval log is Zstandard-compressed; reading it needs the optional extra: "
+                   f"{EXTRA_HINT}", rule="inspect-extra-missing")
+    return archive
+
+
+def _read_eval(file: str, fh: BinaryIO, size: int) -> tuple[dict, list[dict]]:
+    """The header and the samples of a ``.eval`` archive (each sample without its event transcript)."""
+    if size > limits.MAX_EVAL_DECOMPRESSED_BYTES:
+        raise common.too_large(file, ".eval log (compressed)", size, limits.MAX_EVAL_DECOMPRESSED_BYTES,
+                               "MAX_EVAL_DECOMPRESSED_BYTES", rule="eval-too-large")
+    eval_archive.check_member_count(file, fh, size)
+    fh.seek(0)
+    with _open_archive(file, fh) as archive:
         infos = archive.infolist()
-        names = {info.filename for info in infos}
-        if module is zipfile and any(info.compress_type == ZIP_ZSTANDARD for info in infos):
-            raise _bad(file, "this .eval log is Zstandard-compressed; reading it needs the optional extra: "
-                       f"{EXTRA_HINT}", rule="inspect-extra-missing")
-
-        def member(name: str) -> Any:
-            try:
-                data = archive.read(name)
-            except Exception as exc:  # zlib/zstd errors, CRC mismatches, NotImplementedError
-                raise _bad(file, f"cannot read member {name}: {type(exc).__name__}: {exc}") from None
-            return _parse_json(data, file, name)
-
-        if "header.json" in names:
-            header = member("header.json")
-        elif "_journal/start.json" in names:  # a log still being written (or cut off): no header yet
-            header = dict(member("_journal/start.json"), status="started")
+        by_name = {info.filename: info for info in infos}
+        members = eval_archive.MemberReader(file, archive, parse=_parse_json)
+        if "header.json" in by_name:
+            header = members.parse(by_name["header.json"])
+        elif "_journal/start.json" in by_name:  # a log still being written (or cut off): no header yet
+            header = members.parse(by_name["_journal/start.json"])
+            header = dict(header, status="started") if isinstance(header, dict) else header
         else:
             raise _bad(file, "no header.json in the archive: not an inspect .eval log")
-        samples = [member(info.filename) for info in infos
-                   if info.filename.startswith("samples/") and info.filename.endswith(".json")]
+        samples = []
+        for info in infos:
+            if info.filename.startswith("samples/") and info.filename.endswith(".json"):
+                sample = members.parse(info)
+                if isinstance(sample, dict):
+                    sample = {k: v for k, v in sample.items() if k not in OMITTED_SAMPLE_KEYS}
+                samples.append(sample)
     return header, samples
 
 
 def read_log(path: str | os.PathLike) -> InspectLog:
     """Read one inspect_ai log, ``.json`` or ``.eval`` (the zip magic decides, not the name).
 
+    A ``.json`` log is at most MAX_IMPORT_LOG_BYTES; a ``.eval`` archive at most MAX_EVAL_MEMBERS
+    members, read as streams, MAX_EVAL_DECOMPRESSED_BYTES in total (``capbench_nb.format.limits``).
+
     Raises
     ------
     InvalidRunError
-        Unreadable or malformed logs, and a zstd-compressed ``.eval`` without
+        Unreadable, malformed or too large logs, and a zstd-compressed ``.eval`` without
         a reader (message naming the ``inspect`` extra).
     """
     file = str(path)
-    raw = common.read_source_bytes(path, "inspect log")
-    if raw.startswith(b"PK\x03\x04"):
-        header, samples = _read_eval(file, raw)
-        form = "eval"
-    else:
-        doc = _parse_json(raw, file, "not an inspect log (one JSON document, or a .eval archive)")
-        if not isinstance(doc, dict):
-            raise _bad(file, "not an inspect log: an inspect log is a JSON object with 'eval' and 'samples'")
-        samples = doc.get("samples")
-        if samples is None:
-            samples = []
-        if not isinstance(samples, list):
-            raise _bad(file, f"'samples' must be a list, not {common.describe(samples)}")
-        header = {k: v for k, v in doc.items() if k != "samples"}
-        form = "json"
-    if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
-        raise _bad(file, "no 'eval' object: not an inspect_ai log")
+    with common.open_source(path, "inspect log") as fh:
+        try:
+            magic = fh.read(4)
+            size = os.fstat(fh.fileno()).st_size
+            if magic == b"PK\x03\x04":
+                header, samples = _read_eval(file, fh, size)
+                form, digest = "eval", eval_archive.file_sha256(fh)
+            else:
+                fh.seek(0)
+                raw = common.read_limited(fh, file, "inspect log")
+                form, digest = "json", common.sha256_hex(raw)
+        except OSError as exc:
+            raise InvalidRunError(file, "import-unreadable", f"cannot read the inspect log: {exc.strerror or exc}") \
+                from None
+    if form == "json":
+        header, samples = _json_log(file, raw)
+    inspect_header.check_header(file, header)
     for i, sample in enumerate(samples):
         if not isinstance(sample, dict):
             raise _bad(file, f"sample {i} is not an object")
-    return InspectLog(file=file, format=form, sha256=common.sha256_hex(raw), header=header, samples=samples)
+    return InspectLog(file=file, format=form, sha256=digest, header=header, samples=samples)
+
+
+def _json_log(file: str, raw: bytes) -> tuple[dict, list]:
+    doc = _parse_json(raw, file, "not an inspect log (one JSON document, or a .eval archive)", value_what="")
+    if not isinstance(doc, dict):
+        raise _bad(file, "not an inspect log: an inspect log is a JSON object with 'eval' and 'samples'")
+    samples = doc.get("samples")
+    if samples is None:
+        samples = []
+    if not isinstance(samples, list):
+        raise _bad(file, f"'samples' must be a list, not {common.describe(samples)}")
+    return {k: v for k, v in doc.items() if k != "samples"}, samples
 
 
 # --------------------------------------------------------------------------- mapping
@@ -180,16 +216,21 @@ def _value_to_float(value: Any) -> float | None:
     """inspect_ai's ``value_to_float``, except that what it cannot convert (it warns and uses 0) is None."""
     if isinstance(value, bool):
         return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond any float (up to 4300 digits): a huge finite number
+            return sys.float_info.max if value > 0 else -sys.float_info.max
+    if isinstance(value, float):
+        return value
     if isinstance(value, str):
         if value in _LETTERS:
             return _LETTERS[value]
         low = value.lower()
         if low in _WORDS:
             return _WORDS[low]
-        if low.replace(".", "", 1).isdigit():
-            return float(low)
+        if _DECIMAL.fullmatch(value):  # ASCII digits only ("²" and "①" are refused before: _attempt)
+            return float(value)
     return None
 
 
@@ -221,7 +262,8 @@ def _scorer_names(log: InspectLog) -> list[str]:
     names = [s.get("name") for s in scorers or [] if isinstance(s, dict) and isinstance(s.get("name"), str)]
     if not names:  # older logs: the names used in the samples' scores
         for sample in log.samples:
-            for name in sample.get("scores") or {}:
+            scores = sample.get("scores")
+            for name in scores if isinstance(scores, dict) else ():
                 if name not in names:
                     names.append(name)
     return names
@@ -240,11 +282,10 @@ def _choose_scorer(log: InspectLog, wanted: str | None) -> str:
 
 
 def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        return None
-    return int(value) if value >= 0 else None
+    """A token count: an integer (or integral float) in [0, 2**53-1], else None (unknown)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if is_safe_number(value, integer=True) else None
 
 
 def _telemetry(sample: dict) -> tuple[dict, dict]:
@@ -253,25 +294,44 @@ def _telemetry(sample: dict) -> tuple[dict, dict]:
     sources: dict[str, str] = {}
     for key in ("working_time", "total_time"):
         seconds = sample.get(key)
-        if type(seconds) in (int, float) and math.isfinite(seconds) and seconds >= 0:
-            values["task_wall_ms"] = round(seconds * 1000.0, 3)
+        if seconds is None:
+            continue
+        if not (is_safe_number(seconds) and is_safe_number(ms := round(seconds * 1000.0, 3))):
+            raise _BadSample(f"{key} must be a number of seconds from 0 to 2**53-1 ms, "
+                             f"found {common.describe(seconds)}")
+        if "task_wall_ms" not in values:
+            values["task_wall_ms"] = ms
             sources["task_wall_ms"] = common.RECORD_FILE + "#" + common.pointer(key)
-            break
     usage = sample.get("model_usage")
     if isinstance(usage, dict) and usage and all(isinstance(u, dict) for u in usage.values()):
         for field_name, key in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
                                 ("total_tokens", "total_tokens"), ("cached_input_tokens", "input_tokens_cache_read"),
                                 ("reasoning_tokens", "reasoning_tokens")):
             counts = [_count(u.get(key)) for u in usage.values()]
-            if all(c is not None for c in counts):
-                values[field_name] = sum(counts)
+            if all(c is not None for c in counts) and is_safe_number(total := sum(counts)):
+                values[field_name] = total
                 sources[field_name] = common.RECORD_FILE + "#/model_usage"
     messages = sample.get("messages")
-    if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
+    _check_messages(messages)
+    if messages is not None:
         values["tool_calls"] = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
         values["tool_errors"] = sum(1 for m in messages if m.get("role") == "tool" and m.get("error"))
         sources["tool_calls"] = sources["tool_errors"] = common.RECORD_FILE + "#/messages"
     return values, sources
+
+
+def _check_messages(messages: Any) -> None:
+    """``messages`` is null or a list of objects whose ``tool_calls`` are null or lists."""
+    if messages is None:
+        return
+    if not isinstance(messages, list):
+        raise _BadSample(f"messages must be a list, found {common.describe(messages)}")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _BadSample(f"messages[{i}] must be an object, found {common.describe(message)}")
+        calls = message.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise _BadSample(f"messages[{i}].tool_calls must be a list (or null), found {common.describe(calls)}")
 
 
 def _attempt(task_id: str, sample: dict, scorer: str) -> common.ImportedAttempt:
@@ -292,7 +352,13 @@ def _attempt(task_id: str, sample: dict, scorer: str) -> common.ImportedAttempt:
     else:
         value = score["value"]
         if isinstance(value, (dict, list)):
-            raise _UnsupportedValue(type(value).__name__)
+            raise _BadSample(f"score {scorer!r} has a {type(value).__name__} value; only single values (C/I/P/N, "
+                             "numbers, booleans, strings) are supported", rule="inspect-score-value")
+        if isinstance(value, str) and value.replace(".", "").isnumeric() and not _DECIMAL.fullmatch(value):
+            # inspect's value_to_float takes it for a number and float() raises: inspect itself fails here
+            raise _BadSample(f"score {scorer!r} has the value {common.describe(value)}, numeric to str.isnumeric() "
+                             "but no number float() reads (inspect's value_to_float fails on it too)",
+                             rule="inspect-score-value")
         outcome, quality = score_outcome(value)
         if outcome == "invalid":
             rec.update(agent_eligible=False, failure_class="evaluation", failure_stage="evaluation",
@@ -340,7 +406,7 @@ def _created(log: InspectLog) -> tuple:
     text = log.header["eval"].get("created")
     try:
         stamp = datetime.fromisoformat(text).timestamp() if isinstance(text, str) else math.inf
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # not a time, or one outside what the platform represents
         stamp = math.inf
     return (stamp, str(log.header["eval"].get("task")), str(log.header["eval"].get("eval_id")), log.sha256)
 
@@ -368,6 +434,9 @@ def _collect_samples(logs: list[InspectLog], scorer: str | None,
             epochs = 1
         if type(epochs) is not int or epochs < 1:
             raise _bad(log.file, f"eval.config.epochs must be an integer >= 1, found {common.describe(epochs)}")
+        if epochs > MAX_REPEATS:
+            raise _bad(log.file, f"eval.config.epochs is {common.describe(epochs)}, above the limit of {MAX_REPEATS} "
+                                 "planned repeats (MAX_REPEATS)", rule="repeats-too-large")
         chosen = _choose_scorer(log, scorer)
         scorers.append(chosen)
         prefix = f"{ev.get('task')}/" if multi else ""
@@ -392,9 +461,9 @@ def _collect_samples(logs: list[InspectLog], scorer: str | None,
                                      f"both read as task {task_id!r}")
         for i, sample in enumerate(log.samples):
             sid, epoch = sample.get("id"), sample.get("epoch")
-            if type(epoch) is not int or epoch < 1:
-                raise _bad(log.file, f"sample {i} ({common.describe(sid)}): epoch must be an integer >= 1, "
-                                     f"found {common.describe(epoch)}")
+            if type(epoch) is not int or not 1 <= epoch <= MAX_SAFE_NUMBER:
+                raise _bad(log.file, f"sample {i} ({common.describe(sid)}): epoch must be an integer from 1 to "
+                                     f"2**53-1, found {common.describe(epoch)}")
             task_id = prefix + str(sid)
             key = (task_id, epoch)
             if key in where:
@@ -403,10 +472,8 @@ def _collect_samples(logs: list[InspectLog], scorer: str | None,
             where[key] = log.file
             try:
                 attempts.append(_attempt(task_id, sample, chosen))
-            except _UnsupportedValue as exc:
-                raise _bad(log.file, f"sample {common.describe(sid)} epoch {epoch}: score {chosen!r} has a "
-                                     f"{exc} value; only single values (C/I/P/N, numbers, booleans, strings) "
-                                     "are supported", rule="inspect-score-value") from None
+            except _BadSample as exc:
+                raise _bad(log.file, f"sample {common.describe(sid)} epoch {epoch}: {exc}", rule=exc.rule) from None
             plan[task_id]["samples"].append(sample)
     return plan, attempts, scorers
 
@@ -484,6 +551,11 @@ def import_inspect(
         paths = [paths]
     if not paths:
         raise InvalidRunError("import inspect", "usage", "no log given")
+    with common.guarded(str(paths[0]), "inspect log"):
+        return _import(paths, out, scorer, force)
+
+
+def _import(paths: list, out: str | os.PathLike, scorer: str | None, force: bool) -> common.ImportReport:
     logs = sorted((read_log(p) for p in paths), key=_created)
     seen_files: dict[str, str] = {}
     for log in logs:

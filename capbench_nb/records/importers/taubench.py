@@ -31,8 +31,8 @@ from typing import Any
 
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import RUN_SCHEMA_VERSION
-from capbench_nb.io.jsonparse import JsonMessages, json_error, parse_document
+from capbench_nb.format import MAX_REPEATS, MAX_SAFE_NUMBER, RUN_SCHEMA_VERSION
+from capbench_nb.io.jsonparse import JsonMessages, json_error
 from capbench_nb.records.importers import common
 
 __all__ = ["import_taubench", "read_trials"]
@@ -68,25 +68,25 @@ def read_trials(path: str | os.PathLike) -> tuple[list[tuple[int | None, dict]],
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise json_error(exc, file=file, messages=_FILE_MESSAGES) from None
+    if text.lstrip().startswith("["):  # tau-bench's own output: one list (its values checked by parse_source)
+        doc = common.parse_source(text, file=file, messages=_FILE_MESSAGES)
+        return [(None, t) for t in doc], "json", raw
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if text.lstrip().startswith("["):
-            raise json_error(exc, file=file, messages=_FILE_MESSAGES) from None
-        doc = None  # JSON lines, read one by one below
-    except (ValueError, RecursionError) as exc:
-        raise json_error(exc, file=file, messages=_FILE_MESSAGES) from None
-    if isinstance(doc, list):
+    except (ValueError, RecursionError):
+        doc = None  # JSON lines (or damage), read one by one below
+    if isinstance(doc, list):  # a list after all (\ufeff or odd whitespace before it)
+        doc = common.parse_source(text, file=file, messages=_FILE_MESSAGES)
         return [(None, t) for t in doc], "json", raw
     if doc is not None and not (isinstance(doc, dict) and "task_id" in doc):
         shown = f"an object with keys {common.describe(sorted(doc)[:6])}" if isinstance(doc, dict) \
             else common.describe(doc)
         raise _bad(file, f"expected a JSON list of trials or one trial object per line, found {shown}")
     trials = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=1):  # "\n" only: U+2028 or \x85 may be inside a string
         if not line.strip():
             continue
-        trials.append((lineno, parse_document(line, file=file, messages=_LINE_MESSAGES, line=lineno)))
+        trials.append((lineno, common.parse_source(line, file=file, messages=_LINE_MESSAGES, line=lineno)))
     return trials, "jsonl", raw
 
 
@@ -110,8 +110,12 @@ def _checked_trials(file: str, trials: list) -> tuple[list[tuple[str, int, float
         if not (type(tid) is int or (isinstance(tid, str) and tid)):
             raise _bad(file, f"{where}: task_id must be an integer or a non-empty string, found "
                              f"{common.describe(tid)}", line=line)
-        if type(number) is not int or number < 0:
-            raise _bad(file, f"{where}: trial must be an integer >= 0, found {common.describe(number)}", line=line)
+        if type(number) is not int or not 0 <= number < MAX_SAFE_NUMBER:
+            raise _bad(file, f"{where}: trial must be an integer from 0 to 2**53-2, found {common.describe(number)}",
+                       line=line)
+        if type(reward) is int and abs(reward) > MAX_SAFE_NUMBER:  # float() would overflow (or round)
+            raise _bad(file, f"{where}: reward {common.describe(reward)} is an integer beyond 2**53-1", line=line,
+                       rule="number-too-large")
         if type(reward) not in (int, float) or not math.isfinite(reward):
             raise _bad(file, f"{where}: reward must be a finite number, found {common.describe(reward)}", line=line)
         task_id = str(tid)
@@ -190,7 +194,13 @@ def import_taubench(
         must not be replaced.
     """
     file = str(path)
-    trials, form, raw = read_trials(path)
+    with common.guarded(file, _KIND):
+        return _import(file, out, force=force, suite=suite, model=model, run_id=run_id)
+
+
+def _import(file: str, out: str | os.PathLike, *, force: bool, suite: str | None, model: str | None,
+            run_id: str | None) -> common.ImportReport:
+    trials, form, raw = read_trials(file)
     if not trials:
         raise _bad(file, "the file holds no trials")
 
@@ -198,6 +208,9 @@ def import_taubench(
 
     trial_ids = sorted({number for _, number, _, _ in parsed})
     repeats = len(trial_ids)
+    if repeats > MAX_REPEATS:
+        raise _bad(file, f"the file has {repeats} distinct trial ids, above the limit of {MAX_REPEATS} planned "
+                         "repeats (MAX_REPEATS)", rule="repeats-too-large")
     order = sorted(ids.values(), key=_task_order)
     attempts = [_attempt(task_id, number, reward, trial) for task_id, number, reward, trial in parsed]
 
