@@ -34,6 +34,13 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip invalid lines of results.jsonl, listing each under anomalies, instead of failing",
     )
+    _add_skip_evidence(p)
+
+
+def _add_skip_evidence(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--skip-evidence", action="store_true",
+                   help="a run shared without its attempts/: do not resolve evidence references "
+                        "(metrics.json says provenance.evidence_checked: false)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed (default 0)")
     p.add_argument("--allow-invalid", action="store_true",
                    help="skip invalid lines of results.jsonl in either run, listing each under anomalies")
+    _add_skip_evidence(p)
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="papermill's progress bar on stderr (default: only on a terminal)")
     p = sub.add_parser("ingest", help="derive results.jsonl from the attempt directories of a run")
@@ -125,7 +133,7 @@ def _positive(text: str) -> int:
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    run = load_run(args.run_dir, strict=not args.allow_invalid)
+    run = load_run(args.run_dir, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
     path = write_metrics(run, args.out, slices=_unique(args.slices))
     invalid = int((run.anomalies["kind"] == "invalid_line").sum())
     if invalid:
@@ -135,7 +143,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    problems = verify(args.run_dir, args.out, strict=not args.allow_invalid)
+    problems = verify(args.run_dir, args.out, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
     out = Path(args.out) if args.out else Path(args.run_dir)
     if problems:
         for item in problems:
@@ -151,7 +159,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     try:
         path = build_report(args.run_dir, args.out, allow_invalid=args.allow_invalid,
-                            slices=_unique(args.slices), progress=args.progress)
+                            skip_evidence=args.skip_evidence, slices=_unique(args.slices), progress=args.progress)
     except ReportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_REPORT
@@ -179,7 +187,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     out = Path(args.out) if args.out else Path("comparison")
     try:
-        path = build_comparison(args.run_a, args.run_b, out, allow_invalid=args.allow_invalid, seed=args.seed,
+        path = build_comparison(args.run_a, args.run_b, out, allow_invalid=args.allow_invalid,
+                                skip_evidence=args.skip_evidence, seed=args.seed,
                                 strict=args.strict, allow_diff=allowed, progress=args.progress)
     except ReportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

@@ -149,6 +149,7 @@ def _document(run: Run, slices) -> dict:
             "toolkit": "capbench-nb",
             "toolkit_version": __version__,
             "inputs": {MANIFEST: run.hashes[MANIFEST], RESULTS: run.hashes[RESULTS]},
+            "evidence_checked": run.evidence_checked,
             "options": {"allow_invalid": not run.strict, "slices": list(slices)},
         },
     }

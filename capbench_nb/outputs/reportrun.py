@@ -441,6 +441,7 @@ def build_report(
     out_dir: str | os.PathLike | None = None,
     *,
     allow_invalid: bool = False,
+    skip_evidence: bool = False,
     slices: list[str] | tuple[str, ...] = (),
     progress: bool | None = None,
     notebook: str | os.PathLike | None = None,
@@ -456,6 +457,8 @@ def build_report(
         ``metrics.json`` go (created if missing); default ``run_dir``.
     allow_invalid : bool, default False
         Skip invalid lines of results.jsonl (listed under anomalies) instead of failing.
+    skip_evidence : bool, default False
+        A run shared without its attempts/: evidence references are not resolved.
     slices : list of str
         Slice dimensions (plan labels or config keys) reported per value.
     progress : bool, optional
@@ -481,12 +484,13 @@ def build_report(
     """
     from capbench_nb.metrics.slices import slice_values
 
-    run = load_run(run_dir, strict=not allow_invalid)  # bad input fails here, before any kernel starts
+    run = load_run(run_dir, strict=not allow_invalid, skip_evidence=skip_evidence)  # bad input fails here, before any kernel starts
     for dim in slices:
         slice_values(run, dim)
     source = Path(notebook) if notebook is not None else find_notebook(REPORT_NOTEBOOK)
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
-    parameters = {"run_dir": os.path.abspath(run_dir), "allow_invalid": bool(allow_invalid), "slices": list(slices)}
+    parameters = {"run_dir": os.path.abspath(run_dir), "allow_invalid": bool(allow_invalid),
+                  "skip_evidence": bool(skip_evidence), "slices": list(slices)}
     return _build(source, out, parameters, written=("metrics.json", "summary.md"), stem="report",
                   title=f"{_one_line(run.run_id, 120)} · capbench-nb report", progress=progress)
 
@@ -497,6 +501,7 @@ def build_comparison(
     out_dir: str | os.PathLike,
     *,
     allow_invalid: bool = False,
+    skip_evidence: bool = False,
     seed: int = 0,
     strict: bool = False,
     allow_diff: tuple[str, ...] | list[str] = (),
@@ -508,11 +513,12 @@ def build_comparison(
     Both runs are validated first (bad input raises InvalidRunError before any
     kernel starts).  Returns the path of ``comparison.html``.
     """
-    a = load_run(run_a, strict=not allow_invalid)
-    b = load_run(run_b, strict=not allow_invalid)
+    a = load_run(run_a, strict=not allow_invalid, skip_evidence=skip_evidence)
+    b = load_run(run_b, strict=not allow_invalid, skip_evidence=skip_evidence)
     source = Path(notebook) if notebook is not None else find_notebook(COMPARE_NOTEBOOK)
     parameters = {"run_a": os.path.abspath(run_a), "run_b": os.path.abspath(run_b), "strict": bool(strict),
-                  "seed": int(seed), "allow_invalid": bool(allow_invalid), "allow_diff": list(allow_diff)}
+                  "seed": int(seed), "allow_invalid": bool(allow_invalid),
+                  "skip_evidence": bool(skip_evidence), "allow_diff": list(allow_diff)}
     return _build(Path(source), Path(out_dir), parameters, written=("comparison.json", "comparison.md"),
                   stem="comparison", progress=progress,
                   title=f"{_one_line(b.run_id, 120)} vs {_one_line(a.run_id, 120)} · capbench-nb comparison")

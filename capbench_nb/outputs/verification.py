@@ -157,7 +157,8 @@ def diff_lines(found: str, expected: str, *, file: str = SUMMARY_FILE) -> list[D
     return out
 
 
-def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None, *, strict: bool = True) -> list[Disagreement]:
+def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None, *, strict: bool = True,
+           skip_evidence: bool = False) -> list[Disagreement]:
     """Recompute every output of ``run_dir`` and compare with the files in ``out_dir``.
 
     Parameters
@@ -171,6 +172,9 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
         As in :func:`capbench_nb.load_run`.  When the metrics.json found was
         written with ``allow_invalid``, the recomputation uses it too, so that
         the comparison is like for like.
+    skip_evidence : bool, default False
+        As in :func:`capbench_nb.load_run`; also implied when the metrics.json found says
+        ``provenance.evidence_checked: false``.
 
     Returns
     -------
@@ -196,7 +200,9 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     provenance = found.get("provenance") if isinstance(found, dict) else None
     options = provenance.get("options") if isinstance(provenance, dict) else None
     stored_allow = isinstance(options, dict) and options.get("allow_invalid") is True
-    run = load_run(run_dir, strict=strict and not stored_allow)
+    # A metrics.json written without resolving evidence is recomputed the same way (it says so).
+    stored_skip = isinstance(provenance, dict) and provenance.get("evidence_checked") is False
+    run = load_run(run_dir, strict=strict and not stored_allow, skip_evidence=skip_evidence or stored_skip)
     # The slice dimensions the file was computed with; a derived one registered in a
     # notebook cannot be recomputed here and shows as a disagreement under /slices.
     stored_slices = options.get("slices") if isinstance(options, dict) else None

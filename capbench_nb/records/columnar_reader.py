@@ -172,7 +172,7 @@ class _Lines:
 class _Columns:
     """The checked columns of every accepted chunk, assembled into the records DataFrame."""
 
-    def __init__(self, resolver: EvidenceResolver) -> None:
+    def __init__(self, resolver: EvidenceResolver | None) -> None:
         self.resolver = resolver
         self.parts: dict[str, list] = {}
         self.texts: dict[str, dict[str, int]] = {"evidence": {}, "telemetry_source": {}, "cost_source": {}}
@@ -285,7 +285,7 @@ class _Columns:
                 if adir is None:
                     raise _Fallback("evidence without artifact_dir")
                 for ref in refs:
-                    if not self.resolver.resolves(adir, ref):
+                    if self.resolver is not None and not self.resolver.resolves(adir, ref):
                         raise _Fallback("evidence")
                 key = tuple(refs)
                 text = self.evidence_text.get(key)
@@ -445,15 +445,19 @@ class _Columns:
         return records
 
 
-def read_results_fast(path: str | os.PathLike, *, run_dir: str | os.PathLike | None) -> tuple[pd.DataFrame, str] | None:
-    """``(records, sha256)`` when the fast path accepts the file (see the module docstring), else None."""
+def read_results_fast(path: str | os.PathLike, *, run_dir: str | os.PathLike | None,
+                      skip_evidence: bool = False) -> tuple[pd.DataFrame, str] | None:
+    """``(records, sha256)`` when the fast path accepts the file (see the module docstring), else None.
+
+    With ``skip_evidence`` evidence references are not resolved (spec section 8, ``--skip-evidence``).
+    """
     try:
         fh = open_input(path)
     except OSError:
         return None  # the exact path names the problem
     from concurrent.futures import ThreadPoolExecutor
 
-    resolver = MemoResolver(run_dir if run_dir is not None else Path(path).parent)
+    resolver = None if skip_evidence else MemoResolver(run_dir if run_dir is not None else Path(path).parent)
     columns = _Columns(resolver)
     ar = _arrow()
     try:

@@ -247,12 +247,13 @@ def _parse_line(raw: bytes, stripped: bytes, lineno: int) -> Any:
 
 
 def read_results_exact(
-    path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True
+    path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True,
+    skip_evidence: bool = False,
 ) -> tuple[pd.DataFrame, list[dict], str]:
     """The streaming, per-line validating reader: the reference semantics of ``read_results``
     (same parameters and returns)."""
     file = str(path)
-    resolver = EvidenceResolver(run_dir if run_dir is not None else Path(path).parent)
+    resolver = None if skip_evidence else EvidenceResolver(run_dir if run_dir is not None else Path(path).parent)
     columns: list[list] = [[] for _ in range(len(_COLUMN_NAMES) + len(TELEMETRY_FIELDS))]
     appenders = [c.append for c in columns]
     lines: list[int] = []

@@ -63,6 +63,8 @@ class Run:
         ``{"manifest.json": "sha256:...", "results.jsonl": "sha256:..."}``.
     strict : bool
         Whether invalid lines raised (True) or were listed as anomalies.
+    evidence_checked : bool
+        Whether every evidence reference was resolved (False with ``skip_evidence``).
 
     Notes
     -----
@@ -80,6 +82,7 @@ class Run:
     anomalies: pd.DataFrame = field(repr=False)
     hashes: dict = field(repr=False)
     strict: bool = True
+    evidence_checked: bool = True
 
     @property
     def attempts(self) -> pd.DataFrame:
@@ -123,7 +126,8 @@ class Run:
 
 
 def read_results(
-    path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True
+    path: str | os.PathLike, *, run_dir: str | os.PathLike | None = None, strict: bool = True,
+    skip_evidence: bool = False,
 ) -> tuple[pd.DataFrame, list[dict], str]:
     """Read and validate ``results.jsonl``.
 
@@ -143,6 +147,9 @@ def read_results(
     strict : bool, default True
         Raise on the first invalid line (True), or skip invalid lines and
         return them as ``invalid_line`` anomalies (False).
+    skip_evidence : bool, default False
+        Do not resolve evidence references (spec section 8, ``--skip-evidence``: a run shared
+        without its attempts/).  Every other rule is checked as usual.
 
     Returns
     -------
@@ -155,11 +162,11 @@ def read_results(
         ``"sha256:"`` + hex digest of the bytes read.
     """
 
-    fast = columnar_reader.read_results_fast(path, run_dir=run_dir)  # looked up here: a test may replace it
+    fast = columnar_reader.read_results_fast(path, run_dir=run_dir, skip_evidence=skip_evidence)  # looked up here: a test may replace it
     if fast is not None:
         records, digest = fast
         return records, [], digest
-    return read_results_exact(path, run_dir=run_dir, strict=strict)
+    return read_results_exact(path, run_dir=run_dir, strict=strict, skip_evidence=skip_evidence)
 
 
 def classify_records(records: pd.DataFrame, plan: pd.DataFrame) -> pd.Series:
@@ -199,7 +206,7 @@ def _anomaly_frame(records: pd.DataFrame, plan: pd.DataFrame, invalid: list[dict
                          "reason": "string", "rule": "string"})
 
 
-def load_run(path: str | os.PathLike, *, strict: bool = True) -> Run:
+def load_run(path: str | os.PathLike, *, strict: bool = True, skip_evidence: bool = False) -> Run:
     """Load and validate a run directory.
 
     Parameters
@@ -210,6 +217,10 @@ def load_run(path: str | os.PathLike, *, strict: bool = True) -> Run:
         With ``False``, invalid lines of results.jsonl are listed in
         ``Run.anomalies`` (kind ``invalid_line``) and enter no metric or count,
         instead of raising.  The manifest is always validated strictly.
+    skip_evidence : bool, default False
+        Read a run shared without its attempts/: evidence references are not resolved (spec
+        section 8, ``--skip-evidence``) and ``Run.evidence_checked`` is False, which
+        metrics.json states as ``provenance.evidence_checked``.
 
     Returns
     -------
@@ -229,7 +240,8 @@ def load_run(path: str | os.PathLike, *, strict: bool = True) -> Run:
     results_path = run_dir / RESULTS
     manifest, manifest_bytes = read_manifest(manifest_path)
     plan = plan_frame(manifest)
-    records, invalid, results_hash = read_results(results_path, run_dir=run_dir, strict=strict)
+    records, invalid, results_hash = read_results(results_path, run_dir=run_dir, strict=strict,
+                                                  skip_evidence=skip_evidence)
     records["anomaly"] = classify_records(records, plan)
     anomalies = _anomaly_frame(records, plan, invalid)
     hashes = {MANIFEST: "sha256:" + hashlib.sha256(manifest_bytes).hexdigest(), RESULTS: results_hash}
@@ -242,4 +254,5 @@ def load_run(path: str | os.PathLike, *, strict: bool = True) -> Run:
         anomalies=anomalies,
         hashes=hashes,
         strict=strict,
+        evidence_checked=not skip_evidence,
     )
