@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_RUN, outcomes
+from conftest import SAMPLE_RUN, encode_lines, outcomes
 from conftest import manifest as plan_manifest
 from conftest import write_run as write_outcomes_run
 
@@ -68,19 +68,6 @@ def manifest(**plan_overrides) -> dict:
     plan.update(plan_overrides)
     return {"schema_version": "capbench.run/1", "run_id": "cli-run", "status": "completed",
             "suite": {"name": "s", "version": "1"}, "config": {"judge": True}, "plan": plan}
-
-
-def encode_lines(lines) -> bytes:
-    """dict -> JSON line; str -> text plus newline; bytes -> verbatim."""
-    out = b""
-    for item in lines:
-        if isinstance(item, bytes):
-            out += item
-        elif isinstance(item, str):
-            out += item.encode("utf-8") + b"\n"
-        else:
-            out += json.dumps(item).encode("utf-8") + b"\n"
-    return out
 
 
 VALID_LINES = [record("t1", 1), "", failed("t1", 2), record("t2", 1)]
