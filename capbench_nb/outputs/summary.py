@@ -219,6 +219,8 @@ def summary_markdown(doc: Mapping) -> str:
         prov_text += " from " + join_words([f"{md_escape(name)} {md_escape(h)}" for name, h in inputs.items()])
     if options.get("allow_invalid"):
         prov_text += " (with --allow-invalid)"
+    if prov.get("evidence_checked") is False:
+        prov_text += "; evidence references were not resolved (--skip-evidence)"
     prov_text += (
         ". Rates are over tasks; a task enters a denominator only when the attempts it needs are present and"
         " agent-eligible; pass@k and pass^k look at attempts 1..k of each task (the planned prefix);"

@@ -68,6 +68,11 @@ def test_cli_metrics_and_verify_with_skip_evidence(tmp_path, capsys):
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
     assert doc["provenance"]["evidence_checked"] is False
     capsys.readouterr()
+    assert main(["report", str(run_dir), "--out", str(tmp_path / "report"), "--skip-evidence", "--no-progress"]) == 0
+    summary = (tmp_path / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "evidence references were not resolved (--skip-evidence)" in summary
+    assert main(["verify", str(run_dir), "--out", str(tmp_path / "report")]) == 0  # summary.md checked too
+    capsys.readouterr()
     # verify recomputes the way the metrics.json found says it was computed
     assert main(["verify", str(run_dir), "--out", str(tmp_path / "out")]) == 0
     assert "verified" in capsys.readouterr().out
