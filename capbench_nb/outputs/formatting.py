@@ -51,6 +51,17 @@ def is_null(value: Any) -> bool:
         return True
 
 
+def _sign_and_size(value: Any) -> tuple[str | None, str, float]:
+    """The shared start of the duration and cost formats: ``(text, "", 0.0)`` for a null
+    (``NA_SOURCE``) or an infinity (``"∞"``), else ``(None, sign, magnitude)``."""
+    if is_null(value):
+        return NA_SOURCE, "", 0.0
+    v = float(value)
+    if math.isinf(v):
+        return "∞", "", 0.0
+    return None, "-" if v < 0 else "", abs(v)
+
+
 def fmt_ms(value: Any) -> str:
     """A duration in milliseconds, for people.
 
@@ -73,13 +84,9 @@ def fmt_ms(value: Any) -> str:
     >>> fmt_ms(185_000)
     '3 min 05 s'
     """
-    if is_null(value):
-        return NA_SOURCE
-    v = float(value)
-    if math.isinf(v):
-        return "∞"
-    sign = "-" if v < 0 else ""
-    v = abs(v)
+    shown, sign, v = _sign_and_size(value)
+    if shown is not None:
+        return shown
     whole_ms = math.floor(v + 0.5)
     if whole_ms < 1000:
         if v > 0 and whole_ms == 0:
@@ -201,13 +208,9 @@ def fmt_cost(value: Any) -> str:
         significant digits (``"$0.0000123"``) so it never reads as zero;
         ``"n/a (no source)"`` for a null.
     """
-    if is_null(value):
-        return NA_SOURCE
-    v = float(value)
-    if math.isinf(v):
-        return "∞"
-    sign = "-" if v < 0 else ""
-    v = abs(v)
+    shown, sign, v = _sign_and_size(value)
+    if shown is not None:
+        return shown
     if 0 < v < 0.001:
         decimals = 2 - math.floor(math.log10(v))
         return f"{sign}${v:.{decimals}f}"
