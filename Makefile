@@ -31,7 +31,7 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 test: venv browser
-	CAPBENCH_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest
+	CAPBENCH_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -n auto
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
