@@ -72,6 +72,10 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
             times.append((t2 - t0, t1 - t0, t2 - t1))
             del loaded
         out["best"], out["load"], out["metrics"] = min(times)
+    elif mode == "load":  # load_run alone (memory_benchmark.py)
+        import capbench_nb
+
+        out["best"], _ = best_of(repeats, lambda: capbench_nb.load_run(run))
     elif mode == "verify":
         import capbench_nb
         from capbench_nb.records import columnar_reader

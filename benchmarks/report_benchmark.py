@@ -40,7 +40,7 @@ def empty_notebook(path: Path) -> Path:
 
 def floor_once(notebook: Path, work: Path, run_dir: Path) -> None:
     """The empty notebook through build_report's own execution and conversion steps."""
-    nb = reportrun._execute_notebook(notebook, {"run_dir": str(run_dir)}, cwd=work, progress=False)
+    nb = reportrun.execute_notebook(notebook, {"run_dir": str(run_dir)}, cwd=work, progress=False)
     (work / "empty.out.ipynb").write_text(nbformat.writes(nb), encoding="utf-8")
     (work / "empty.html").write_text(reportrun.notebook_to_html(nb, title="empty"), encoding="utf-8")
 

@@ -19,6 +19,8 @@ from the time.  The file is in the page cache for the floor and for us alike.
 3. Report: the sample run's report against an empty notebook through papermill and nbconvert
    (``report_benchmark.py``'s floor), target at most 2x; a 100k-attempt run's report, target under
    60 s.
+4. Memory (``--memory``, not by default): the peak of loading 10 million attempts, with and without
+   ``compute_metrics`` (``memory_benchmark.py``), target at most 6 GB.
 """
 
 from __future__ import annotations
@@ -144,6 +146,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--skip-metrics", action="store_true")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-report", action="store_true")
+    parser.add_argument("--memory", action="store_true",
+                        help="also the peak memory of loading 10 million attempts (memory_benchmark.py: about "
+                             "15 GB of disk and several minutes)")
     parser.add_argument("--verify", action="store_true", help="check metrics.json against the exact reader")
     parser.add_argument("--workdir", help="where to generate inputs (default: a temporary folder)")
     args = parser.parse_args(argv)
@@ -158,6 +163,12 @@ def main(argv: list[str]) -> int:
             ingest_section(work, args.repeats, results)
         if not args.skip_report:
             report_section(work, args.repeats, results)
+        if args.memory:
+            import memory_benchmark
+
+            print("\n== memory: 10,000,000 attempts, target peak <= 6 GB ==")
+            for label, seconds, peak, ok in memory_benchmark.figures(10_000_000, workdir=args.workdir):
+                results.append((label, seconds, 0.0, 0.0, peak, ok))
     print("\n== summary ==")
     print(f"  {'figure':<34} {'ours s':>8} {'floor s':>8} {'ratio':>6} {'peak MB':>8}")
     for name, ours, floor, ratio, rss, ok in results:

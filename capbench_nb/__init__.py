@@ -43,10 +43,14 @@ _EXPORTS = {
     "metrics_by": ".metrics.slices",
     "register_slice": ".metrics.slices",
     "compare_runs": ".metrics.comparison",
+    "import_inspect": ".records.importers",
+    "import_taubench": ".records.importers",
+    "import_tau2bench": ".records.importers",
 }
 
 if TYPE_CHECKING:  # static analysers see the eager imports
     from capbench_nb.metrics.comparison import compare_runs
+    from capbench_nb.records.importers import import_inspect, import_tau2bench, import_taubench
     from capbench_nb.errors import InvalidRunError
     from capbench_nb.metrics.document import compute_metrics
     from capbench_nb.outputs.export import write_metrics
@@ -113,5 +117,8 @@ __all__ = [
     "metrics_by",
     "register_slice",
     "compare_runs",
+    "import_inspect",
+    "import_taubench",
+    "import_tau2bench",
     "build_report",
 ]

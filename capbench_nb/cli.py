@@ -2,8 +2,11 @@
 
 Exit codes: 0 success; 1 ``verify`` found disagreements, or ``compare --strict``
 found compatibility warnings of a kind not allowed with ``--allow-diff``; 2 bad input or usage
-(one line on stderr naming file, line and rule; no traceback); 3 ``report``:
-the report notebook failed (one line naming the cell and the exception).
+(one line on stderr naming file, line and rule; no traceback); 3 ``report`` or ``compare``:
+the notebook failed (one line naming the cell and the exception); 130 interrupted by
+SIGINT, 143 by SIGTERM (one line, ``capbench-nb: interrupted``: the previous outputs stay, or the
+complete new ones when the signal came after they were switched; no staging folder, kernel or
+worker process is left).
 """
 
 from __future__ import annotations
@@ -12,8 +15,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from capbench_nb.io import interrupts
+
+if interrupts.is_program(__name__):  # a signal while the modules below import is answered like any other
+    interrupts.hold_early()
+    interrupts.pause_point("startup")
+
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError, one_line
+from capbench_nb.io import publish
 from capbench_nb.outputs.export import write_metrics
 from capbench_nb.records.run import load_run
 from capbench_nb.metrics.comparison import WARNING_CODES, blocking_warnings, check_warning_kinds
@@ -96,19 +106,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_import_parser(sub) -> None:
-    p = sub.add_parser("import", help="turn another tool's results into a run directory (inspect_ai, tau-bench)",
+    p = sub.add_parser("import", help="turn another tool's results into a run directory (inspect_ai, tau-bench, "
+                                      "tau2-bench)",
                        description="Write a run directory from another tool's results; every other command then "
                                    "reads it unchanged. See docs/importers.md for the mappings.")
     tools = p.add_subparsers(dest="source", required=True, metavar="SOURCE")
     q = tools.add_parser("inspect", help="inspect_ai logs (.json or .eval; .eval needs capbench-nb[inspect])")
-    q.add_argument("logs", nargs="+", metavar="LOG", help="inspect_ai log files of one model (several tasks allowed)")
-    q.add_argument("--scorer", metavar="NAME", help="scorer whose value decides success (default: the log's first)")
+    q.add_argument("logs", nargs="+", metavar="LOG_OR_DIR",
+                   help="inspect_ai log files or log folders of one model (several tasks, eval sets, eval_retry)")
+    q.add_argument("--scorer", metavar="NAME[.KEY]",
+                   help="scorer whose value decides success (default: the log's first); NAME.KEY for a dict value")
     _add_import_out(q)
     q = tools.add_parser("tau-bench", help="a tau-bench results file (JSON list of trials, or JSON lines)")
     q.add_argument("file", metavar="FILE", help="tau-bench results: [{task_id, trial, reward, info, traj}, ...]")
     q.add_argument("--suite", metavar="NAME", help="suite name (default: tau-bench), e.g. tau-bench-airline")
     q.add_argument("--model", metavar="NAME", help="config.model (the file does not record it)")
     q.add_argument("--run-id", metavar="ID", help="run id (default: tau-bench- and the file's sha256 prefix)")
+    _add_import_out(q)
+    q = tools.add_parser("tau2-bench", help="tau2-bench results: a results JSON file, or a folder of them")
+    q.add_argument("file", metavar="FILE_OR_DIR", help="tau2 results {info, tasks, simulations}, or a results folder")
+    q.add_argument("--run-id", metavar="ID", help="run id (default: tau2-bench- and the sources' sha256 prefix)")
+    q.add_argument("--cost-source", metavar="SOURCE",
+                   help="the versioned price source tau2 priced agent_cost with, e.g. litellm@1.72.0 "
+                        "(without it cost stays null: the file does not name it)")
     _add_import_out(q)
 
 
@@ -144,13 +164,18 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     problems = verify(args.run_dir, args.out, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
-    out = Path(args.out) if args.out else Path(args.run_dir)
+    out = one_line(Path(args.out) if args.out else Path(args.run_dir))  # a path may hold a newline too
+    return _disagreements(problems, f"{out} and the raw results", f"the outputs in {out} agree with the raw results")
+
+
+def _disagreements(problems: list, between: str, verified: str) -> int:
+    """Print each disagreement (stdout) and their count (stderr): exit 1; or that everything agrees: exit 0."""
     if problems:
         for item in problems:
             print(item)
-        print(f"{len(problems)} disagreement(s) between {out} and the raw results", file=sys.stderr)
+        print(f"{len(problems)} disagreement(s) between {between}", file=sys.stderr)
         return EXIT_DISAGREE
-    print(f"verified: the outputs in {out} agree with the raw results")
+    print(f"verified: {verified}")
     return EXIT_OK
 
 
@@ -252,13 +277,18 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from capbench_nb.records.importers import import_inspect, import_taubench
+    from capbench_nb.records.importers import import_inspect, import_tau2bench, import_taubench
 
     if args.source == "inspect":
         report = import_inspect(args.logs, args.out, scorer=args.scorer, force=args.force)
+    elif args.source == "tau2-bench":
+        report = import_tau2bench(args.file, args.out, run_id=args.run_id, cost_source=args.cost_source,
+                                  force=args.force)
     else:
         report = import_taubench(args.file, args.out, suite=args.suite, model=args.model, run_id=args.run_id,
                                  force=args.force)
+    for line in report.notes:  # what the import decided (files skipped, retried logs, epochs)
+        print(f"{PROG}: note: {one_line(line, limit=1000)}", file=sys.stderr)
     note = f", {report.ineligible} not agent-eligible" if report.ineligible else ""
     verb = "replaced the run in" if report.replaced else "wrote"
     print(f"{PROG}: imported {report.attempts} attempt(s) of {report.tasks} task(s){note}; {verb} {report.path}",
@@ -273,7 +303,38 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
                "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare,
                "import": _cmd_import}[args.command]
+    # SIGINT: KeyboardInterrupt; SIGTERM: interrupts.Terminated, its subclass.  argv None: the program itself.
+    with interrupts.handling(final=argv is None):
+        interrupted = None
+        try:
+            interrupts.raise_held()
+            interrupts.pause_point("command")
+            code = _dispatch(handler, args)
+        except KeyboardInterrupt as exc:  # every clean-up has run on the way here
+            interrupted = interrupts.exit_code(exc)
+        except Exception:  # raised while an interrupt unwound the command (from a lock it cut short, say)
+            if not interrupts.signalled():
+                raise
+        if interrupts.signalled():  # a signal that came before the command returned is always reported
+            interrupted = 128 + interrupts.signalled()
+        if interrupted is not None:
+            print(f"{PROG}: interrupted", file=sys.stderr)
+            return interrupted
+        return code
+
+
+def _restore_moved_runs(args: argparse.Namespace) -> None:
+    """A run directory that a killed ``import --force`` left moved aside is put back first (io.publish.restore):
+    the command's run, or both runs of ``compare``."""
+    paths = [getattr(args, name, None) for name in ("run_dir", "run_a", "run_b")]
+    for path in paths:
+        if path:
+            publish.restore(Path(path))
+
+
+def _dispatch(handler, args: argparse.Namespace) -> int:
     try:
+        _restore_moved_runs(args)
         return handler(args)
     except InvalidRunError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -282,12 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except OSError as exc:  # e.g. an output directory that cannot be written
-        name = f" {one_line(exc.filename)}" if exc.filename else ""
-        print(f"{PROG}: error:{name}: {one_line(exc.strerror or exc)} [rule: os-error]", file=sys.stderr)
+        name = f"{one_line(exc.filename)}: " if exc.filename else ""  # ENOSPC often comes without one
+        print(f"{PROG}: error: {name}{one_line(exc.strerror or exc)} [rule: os-error]", file=sys.stderr)
         return EXIT_INVALID
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -824,3 +824,132 @@ def hostile_page_run(path: Path) -> Path:
         records.append(record(tid, 2, "A", artifact_dir=adir, failure_stage="device_execution",
                               evidence=["episode.json#/events/0"]))
     return write_run(path, man, records)
+
+
+# --------------------------------------------------------------------------- processes, kills and signals
+# Used by the tests that kill or interrupt commands (tests/io/test_publish_kill.py, tests/io/test_interrupts.py,
+# tests/records/test_importers.py).
+
+#: A minimal report notebook (the real one's parameters; writes metrics.json and summary.md like it): building,
+#: publishing and interrupting are the same, and a kernel running it costs a second or two instead of a report.
+TINY_REPORT_NOTEBOOK = {
+    "nbformat": 4, "nbformat_minor": 5,
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                 "language_info": {"name": "python"}},
+    "cells": [
+        {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
+         "outputs": [], "source": 'run_dir = ""\nout_dir = ""\nreport_dir = ""\nallow_invalid = False\nslices = []\n'},
+        {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "from pathlib import Path\nimport capbench_nb\nfrom capbench_nb.io import atomic\nfrom capbench_nb.outputs import reporting\n"
+                   "run = capbench_nb.load_run(run_dir, strict=not allow_invalid)\n"
+                   "doc = capbench_nb.compute_metrics(run, slices=slices)\n"
+                   "atomic.write_atomic(Path(out_dir) / 'metrics.json', atomic.dumps(doc))\n"
+                   "atomic.write_atomic(Path(out_dir) / 'summary.md', reporting.summary_markdown(doc))\n"},
+    ],
+}
+
+
+#: ``python -c CLI_SCRIPT ARGV...`` runs ``capbench-nb ARGV`` with two test hooks from the environment:
+#: ``CAPBENCH_TEST_NOTEBOOK``, a report notebook run in place of run_report.ipynb; ``CAPBENCH_TEST_KILL=MODE:DIR``,
+#: a SIGKILL at the commit point of a folder switch: right after the exchange (MODE ``exchange``), or, the exchange
+#: made unsupported, right after DIR is renamed aside, between the fallback's two renames (MODE ``renames``).
+CLI_SCRIPT = """
+import errno, os, signal, sys
+from pathlib import Path
+from capbench_nb.io import publish
+from capbench_nb.outputs import reportrun
+if os.environ.get("CAPBENCH_TEST_NOTEBOOK"):
+    reportrun.find_notebook = lambda name=None: Path(os.environ["CAPBENCH_TEST_NOTEBOOK"])
+mode, _, target = os.environ.get("CAPBENCH_TEST_KILL", "").partition(":")
+if mode == "exchange":
+    real_exchange = publish.rename_exchange
+    def exchange(a, b):
+        real_exchange(a, b)
+        os.kill(os.getpid(), signal.SIGKILL)
+    publish.rename_exchange = exchange
+elif mode == "renames":
+    def unsupported(a, b):
+        raise OSError(errno.EINVAL, "exchange unsupported (test)")
+    publish.rename_exchange = unsupported
+    real_rename = os.rename
+    def rename(src, dst, *args, **kwargs):
+        real_rename(src, dst, *args, **kwargs)
+        if Path(src).absolute() == Path(target).absolute():
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.rename = rename
+from capbench_nb.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` now (children of every thread, recursively), from /proc."""
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                children = Path(f"/proc/{p}/task/{t}/children").read_text().split()
+            except OSError:
+                continue
+            for c in map(int, children):
+                if c not in found:
+                    found.add(c)
+                    todo.append(c)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+# --------------------------------------------------------------------------- selection.jsonl (spec section 9)
+
+SELECTOR = {"name": "verifier", "version": "1"}
+
+
+def pick(task_id: str, selected, candidates=(1, 2, 3), *, scores=None, selector=None, **fields) -> dict:
+    """A selection line: ``task_id`` shown ``candidates``, ``selected`` picked (None: abstained);
+    ``scores`` a list in candidate order (or a dict as written)."""
+    if isinstance(scores, (list, tuple)):
+        scores = {str(c): s for c, s in zip(candidates, scores)}
+    return {"task_id": task_id, "candidates": list(candidates), "selected": selected, "scores": scores,
+            "selector": dict(selector or SELECTOR), **fields}
+
+
+def write_selection(run: Path, lines: list) -> Path:
+    """``run/selection.jsonl`` from lines (dicts, or raw strings as they are); returns the run directory."""
+    text = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    (run / "selection.jsonl").write_text(text, encoding="utf-8")
+    return run
+
+
+# --------------------------------------------------------------------------- report displays
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """Everything the report's sections display, in order (``capbench_nb.outputs.tables.display`` replaced:
+    every section and figure goes through it)."""
+    from capbench_nb.outputs import tables
+
+    shown: list = []
+    monkeypatch.setattr(tables, "display", lambda obj, *a, **kw: shown.append(obj))
+    return shown
+
+
+def html_of(shown) -> str:
+    """The HTML of displays captured by :func:`captured`."""
+    from IPython.display import HTML
+
+    assert all(isinstance(o, HTML) for o in shown)
+    return "\n".join(o.data for o in shown)

@@ -389,6 +389,27 @@ def test_verify_reports_a_removed_key(tmp_path, capsys):
     assert "#/metrics/pass^k/ci_low" in one_line(capsys.readouterr().out)
 
 
+def test_verify_shows_hostile_keys_escaped_on_one_line(tmp_path, capsys):
+    """Keys read from metrics.json reach the terminal escaped: no control character, no forged line."""
+    run = write_run(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    path = run / "metrics.json"
+    doc = json.loads(path.read_text())
+    forged = "verified: the outputs in run agree with the raw results"
+    doc["x\x1b[1A\x1b[2K\x07\n" + forged] = 1  # an extra key: one disagreement
+    doc["metrics"]["\u202e\r\x85\u2028k"] = doc["metrics"].pop("pass@1")  # a renamed key: two
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["verify", str(run)]) == 1
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert len(lines) == 3 and out.count("\n") == 3, lines
+    assert all(line.startswith(f"{path}#/") for line in lines), lines
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e]", out), out
+    assert sum("\\x1b[1A\\x1b[2K\\x07\\n" + forged in line for line in lines) == 1
+    assert "3 disagreement" in one_line(err)
+
+
 def test_verify_detects_results_changed_after_metrics(tmp_path, capsys):
     run = write_run(tmp_path)
     assert main(["metrics", str(run)]) == 0
@@ -449,6 +470,23 @@ def test_verify_metrics_json_not_json_exits_2(tmp_path, capsys):
     assert main(["verify", str(run)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "[rule: json]" in one_line(err)
+
+
+@pytest.mark.parametrize("filename, expected", [
+    (None, "capbench-nb: error: No space left on device [rule: os-error]"),
+    ("out/metrics.json\n", "capbench-nb: error: out/metrics.json\\n: No space left on device [rule: os-error]"),
+], ids=["without-file-name", "with-file-name"])
+def test_an_os_error_is_one_line_naming_the_file_when_known(monkeypatch, capsys, filename, expected):
+    import errno
+    import os
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
+
+    monkeypatch.setattr("capbench_nb.cli.verify", full_disk)
+    assert main(["verify", "run"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and one_line(err) == expected
 
 
 # --------------------------------------------------------------------------- usage

@@ -857,6 +857,24 @@ def test_manifest_above_the_size_limit_is_refused(tmp_path, monkeypatch):
         rc, _, err = run_metrics(run, tmp_path / "out", *extra)
         assert rc == 2
         check_error(err, run, "manifest.json", "manifest-too-large")
+        assert "half a million" not in err  # the byte limit cannot know the number of tasks
+
+
+def test_manifest_above_the_task_limit_is_refused_with_the_count_found(tmp_path, monkeypatch):
+    """format.MAX_PLAN_TASKS (1,000,000), patched to 1: the two-task plan is refused on /plan/tasks,
+    naming the limit and the real number of tasks; at the limit it is a run."""
+    import capbench_nb.records.manifest
+
+    run = _flip_run(tmp_path / "run")
+    monkeypatch.setattr(capbench_nb.records.manifest, "MAX_PLAN_TASKS", 2)
+    rc, _, err = run_metrics(run, tmp_path / "out")
+    assert rc == 0, err
+    monkeypatch.setattr(capbench_nb.records.manifest, "MAX_PLAN_TASKS", 1)
+    for extra in ((), ("--allow-invalid",)):
+        rc, _, err = run_metrics(run, tmp_path / "out", *extra)
+        assert rc == 2
+        check_error(err, run, "manifest.json#/plan/tasks", "plan-too-large")
+        assert "the plan has 2 tasks, above 1 (MAX_PLAN_TASKS)" in err
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "MAX_IMPORT_LOG_BYTES",
+__all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "MAX_PLAN_TASKS",
+           "MAX_IMPORT_LOG_BYTES",
            "MAX_EVAL_DECOMPRESSED_BYTES", "MAX_EVAL_MEMBERS", "LIMITS", "is_safe_number", "safe_numbers"]
 
 #: Largest number accepted in a numeric field: 2**53 - 1, the largest integer a
@@ -25,8 +26,17 @@ MAX_REPEATS = 10_000
 #: (``line-too-long``) instead of being read until memory runs out.
 MAX_LINE_BYTES = 128 << 20
 
-#: Largest manifest.json, in bytes: 64 MiB (about half a million plan tasks with labels).
+#: Largest manifest.json, in bytes: 64 MiB.  How many tasks that holds depends on their ids and
+#: labels (two million short ones fit); :data:`MAX_PLAN_TASKS` bounds the count itself.
 MAX_MANIFEST_BYTES = 64 << 20
+
+#: Most tasks in a plan: 1,000,000.  Every planned task has its entry in metrics.json (about 270
+#: bytes) and its rows in every table, so time and memory grow with the plan, attempts or not:
+#: ``metrics`` on a plan of 1M tasks and an empty results.jsonl took 12.6 s, peaked at 2.8 GB and
+#: wrote a 271 MB metrics.json (docs/format-notes.md).  That is 10 million attempts at 10 repeats,
+#: the size the memory benchmark holds under 6 GB; no agent benchmark comes near it.  A larger plan
+#: is refused just after manifest.json is parsed (``plan-too-large``), with the count found.
+MAX_PLAN_TASKS = 1_000_000
 
 #: Largest imported JSON log, in bytes: 256 MiB (an inspect_ai ``.json`` log, a tau-bench results
 #: file).  Such a log is parsed as one document, which takes several times its size in memory.  A
@@ -54,6 +64,7 @@ LIMITS = (
     ("MAX_REPEATS", MAX_REPEATS, "largest planned repeats of a task", "repeats-too-large"),
     ("MAX_LINE_BYTES", MAX_LINE_BYTES, "longest line of results.jsonl, in bytes", "line-too-long"),
     ("MAX_MANIFEST_BYTES", MAX_MANIFEST_BYTES, "largest manifest.json, in bytes", "manifest-too-large"),
+    ("MAX_PLAN_TASKS", MAX_PLAN_TASKS, "most tasks in a manifest's plan", "plan-too-large"),
     ("MAX_IMPORT_LOG_BYTES", MAX_IMPORT_LOG_BYTES, "largest imported JSON log, in bytes", "import-too-large"),
     ("MAX_EVAL_DECOMPRESSED_BYTES", MAX_EVAL_DECOMPRESSED_BYTES,
      "most bytes the members of an inspect .eval archive decompress to, in total", "eval-too-large"),

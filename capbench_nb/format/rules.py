@@ -125,6 +125,7 @@ CHECKS = (
         ("repeats-too-large", "planned repeats at most MAX_REPEATS"),
         ("plan-tasks", "plan.tasks is a list"),
         ("plan-empty", "the plan has a task"),
+        ("plan-too-large", "the plan has at most MAX_PLAN_TASKS tasks"),
         ("task-type", "a plan task is an object"),
         ("task-id", "a plan task's task_id is a non-empty string"),
         ("task-id-duplicate", "task_ids are unique in the plan"),

@@ -2,27 +2,46 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 __all__ = [
-    "dumps", "write_atomic", "write_synced", "create_synced", "file_mode", "current_umask", "fsync_file", "fsync_directory",
+    "dumps", "json_pieces", "write_atomic", "write_synced", "create_synced", "copy_atomic", "file_mode",
+    "current_umask", "fsync_file", "fsync_directory",
 ]
 
 
 def dumps(document: dict) -> str:
     """Canonical JSON text: 2-space indent, ASCII only, no NaN, newline at the end.
 
-    ASCII escapes keep the bytes stable and valid whatever characters task ids hold.
+    ASCII escapes keep the bytes stable and valid whatever characters task ids hold.  The text is
+    ``json.dumps``'s, joined from :func:`json_pieces`.
     """
-    return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+    return "".join(json_pieces(document))
 
 
-def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], None] | None = None) -> Path:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part.
+def json_pieces(document: dict) -> Iterator[str]:
+    """:func:`dumps`'s text in consecutive pieces, for :func:`write_atomic` to write as they come.
+
+    The (pure Python) indenting encoder yields a piece per key, value and bracket; ``json.dumps``
+    would hold all of them at once, several times the text's size (9 GB for a metrics.json of 10
+    million anomalies), so they are joined a batch at a time.
+    """
+    pieces = json.JSONEncoder(indent=2, ensure_ascii=True, allow_nan=False).iterencode(document)
+    while batch := list(itertools.islice(pieces, 1 << 16)):
+        yield "".join(batch)
+    yield "\n"
+
+
+def write_atomic(path: str | os.PathLike, text: str | Iterable[str], *,
+                 check: Callable[[Path], None] | None = None) -> Path:
+    """Write ``text`` (a string, or strings written one after the other, such as :func:`json_pieces`)
+    to ``path`` so that readers see the old file or the new one, never a part.
 
     The text goes to a temporary file in the same directory, is flushed and
     fsynced, optionally passed to ``check`` (which may raise to abandon the
@@ -33,7 +52,7 @@ def write_atomic(path: str | os.PathLike, text: str, *, check: Callable[[Path], 
     try:
         os.chmod(tmp, file_mode(path))  # mkstemp makes 0600; give what open() would have
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+            fh.write(text) if isinstance(text, str) else fh.writelines(text)
             fh.flush()
             os.fsync(fh.fileno())
         if check is not None:
@@ -66,6 +85,38 @@ def create_synced(path: str | os.PathLike, data: bytes) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     fsync_directory(Path(path).parent)
+
+
+def copy_atomic(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
+    """Copy ``src`` to the new file ``dst`` (mode and times kept) so that ``dst`` is complete or absent.
+
+    The bytes go to a temporary file beside ``dst``, are fsynced, and only then take the name
+    ``dst`` (a hard link, which never replaces an existing file: FileExistsError).  A full disk or an
+    interrupt midway leaves no ``dst`` and no temporary file.
+    """
+    dst = Path(dst)
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as source:
+            shutil.copyfileobj(source, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        shutil.copystat(src, tmp)
+        try:
+            os.link(tmp, dst)
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links
+            if os.path.lexists(dst):
+                raise FileExistsError(17, os.strerror(17), str(dst)) from None
+            os.rename(tmp, dst)
+        fsync_directory(dst.parent)
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    return dst
 
 
 def current_umask() -> int:

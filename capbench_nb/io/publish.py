@@ -8,7 +8,12 @@ inside a shared OUT), locked (``flock``) by the build for its lifetime.  Then:
 - :func:`publish_files` / :func:`publish`: any other OUT (the run directory itself, say): file by
   file, each by an atomic rename, rolled back if a rename fails midway;
 - :func:`recover`: before a build, what killed builds left behind is cleaned up (nothing a live
-  build holds is touched), and outputs a kill left in a ``.previous`` folder are put back.
+  build holds is touched), and outputs a kill left in a ``.previous`` folder are put back
+  (:func:`restore`, which every command runs on the run directories it reads);
+- :func:`replace_directory`: a whole directory (an imported run) put in the place of another, so
+  that the path never goes missing;
+- :func:`check_writable`: an output directory the process may not write into is refused before
+  any work, not swapped through its parent.
 
 POSIX only (``fcntl`` locks; the exchange on Linux).
 """
@@ -16,6 +21,7 @@ POSIX only (``fcntl`` locks; the exchange on Linux).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -27,7 +33,8 @@ from capbench_nb.io.atomic import current_umask, fsync_directory, fsync_file
 
 __all__ = [
     "STAGING_MARK", "INNER_PREFIX", "PARTIAL", "PREVIOUS", "sibling_prefix", "rename_exchange", "inner_staging",
-    "unlocked", "lock", "recover", "dedicated", "switch", "publish_files", "publish",
+    "unlocked", "lock", "restore", "recover", "dedicated", "switch", "replace_directory", "publish_files", "publish",
+    "check_writable",
 ]
 
 #: Staging folders: beside OUT ``.OUT.capbench-XXXX.partial``, inside a shared OUT
@@ -88,13 +95,48 @@ def unlocked(path: Path) -> bool:
         os.close(fd)  # closing releases the probe's lock
 
 
-def lock(path: Path) -> int:
-    """Hold ``path`` (a staging folder) until the returned descriptor is closed; a kill releases it too."""
+def lock(path: Path, *, wait: bool = True) -> int:
+    """Hold ``path`` (a staging folder) until the returned descriptor is closed; a kill releases it too.
+
+    With ``wait=False``, an OSError instead of waiting when another process holds it.
+    """
     import fcntl
 
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
+
+
+def _siblings(out: Path) -> tuple[list[Path], list[Path]]:
+    """The hidden folders beside ``out`` that builds and imports of it leave: (``.previous`` ones, staging
+    ones); also the two kinds an import wrote before they were named this way (``.OUT.replaced-*``,
+    ``.OUT.import-*``)."""
+    prefix = sibling_prefix(out)
+    legacy_previous, legacy_partial = f".{out.name}.replaced-", f".{out.name}.import-"
+    try:
+        names = sorted(p.name for p in out.parent.iterdir())
+    except OSError:
+        return [], []
+    previous = [n for n in names if (n.startswith(prefix) and n.endswith(PREVIOUS)) or n.startswith(legacy_previous)]
+    partial = [n for n in names if (n.startswith(prefix) and n.endswith(PARTIAL)) or n.startswith(legacy_partial)]
+    return [out.parent / n for n in previous], [out.parent / n for n in partial]
+
+
+def restore(out: Path) -> None:
+    """Put back what a kill left moved aside: when ``out`` is missing and a ``.previous`` folder of a
+    killed switch (or import) of it waits beside it, unlocked, that folder becomes ``out`` again."""
+    if os.path.lexists(out):
+        return
+    for path in _siblings(out)[0]:
+        if os.path.islink(path) or unlocked(path):  # a symlink (an imported --out that was one) holds no lock
+            with contextlib.suppress(OSError):
+                os.rename(path, out)
+                fsync_directory(out.parent)
+                return
 
 
 def recover(out: Path) -> None:
@@ -103,22 +145,17 @@ def recover(out: Path) -> None:
     A killed build leaves its staging folder next to ``out`` (or, for a
     shared output directory, inside it), and a build killed between the two
     renames of the fallback switch leaves ``out`` missing and the previous
-    outputs in a ``.previous`` folder: those are put back first.
+    outputs in a ``.previous`` folder: those are put back first (:func:`restore`).
     """
-    parent, prefix = out.parent, sibling_prefix(out)
-    try:
-        siblings = sorted(p for p in parent.iterdir() if p.name.startswith(prefix))
-    except OSError:
-        siblings = []
-    for path in siblings:
-        if path.name.endswith(PREVIOUS) and not os.path.lexists(out) and unlocked(path):
-            with contextlib.suppress(OSError):
-                os.rename(path, out)
-    candidates = [p for p in siblings if p.name.endswith((PARTIAL, PREVIOUS))]
+    restore(out)
+    candidates = [p for group in _siblings(out) for p in group]
     with contextlib.suppress(OSError):
         candidates += [p for p in out.iterdir() if p.name.startswith(INNER_PREFIX) and p.name.endswith(PARTIAL)]
     for path in candidates:
-        if os.path.isdir(path) and not os.path.islink(path) and unlocked(path):
+        if os.path.islink(path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        elif os.path.isdir(path) and unlocked(path):
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -147,20 +184,9 @@ def switch(staging: Path, out: Path, names: tuple[str, ...]) -> bool:
         fsync_directory(out.parent)
         return True
     try:
-        rename_exchange(staging, out)
-        old = staging
-    except OSError:
-        old = staging.with_name(staging.name[: -len(PARTIAL)] + PREVIOUS)
-        try:
-            os.rename(out, old)
-        except OSError:  # out cannot move (a mount point, say): nothing changed
-            return False
-        try:
-            os.rename(staging, out)
-        except OSError:
-            os.rename(old, out)
-            return False
-    fsync_directory(out.parent)
+        old = replace_directory(staging, out)
+    except OSError:  # out cannot move (a mount point, say): nothing changed
+        return False
     for entry in os.listdir(old):
         if entry not in names and not os.path.lexists(out / entry):
             with contextlib.suppress(OSError):
@@ -169,13 +195,69 @@ def switch(staging: Path, out: Path, names: tuple[str, ...]) -> bool:
     return True
 
 
+def replace_directory(new: Path, out: Path) -> Path:
+    """Put the directory ``new`` (a staging folder beside ``out``) in the place of ``out``, a directory
+    or a symlink, so that ``out`` never goes missing; returns where the previous ``out`` now is, for
+    the caller to delete.
+
+    One ``RENAME_EXCHANGE``: the previous ``out`` takes ``new``'s name.  Where the exchange is
+    unsupported, two renames, the previous ``out`` held (locked) in a ``.previous`` folder between
+    them: a kill there leaves ``out`` missing, and :func:`restore` (which the next command on ``out``
+    runs) puts it back.  An OSError with nothing changed when ``out`` cannot move (a mount point).
+    """
+    try:
+        rename_exchange(new, out)
+        fsync_directory(out.parent)
+        return new
+    except OSError:
+        pass
+    previous = new.with_name(new.name.removesuffix(PARTIAL) + PREVIOUS)
+    held = None
+    if not os.path.islink(out):
+        with contextlib.suppress(OSError):
+            held = lock(out, wait=False)  # the lock moves with the folder: restore leaves it alone
+    try:
+        os.rename(out, previous)
+        try:
+            os.rename(new, out)
+        except OSError:
+            os.rename(previous, out)
+            raise
+        fsync_directory(out.parent)
+    finally:
+        if held is not None:
+            os.close(held)
+    return previous
+
+
+def check_writable(out: Path) -> str | None:
+    """Why the process may not create files in the existing directory ``out`` (``Permission denied``,
+    ``Read-only file system``), or None when it may (or ``out`` is not a directory yet).
+
+    Asked before a build, so that a directory without write permission is refused instead of being
+    replaced through its parent (which only needs the parent's permission).  As for every write, a
+    process that may override permissions (root, ``CAP_DAC_OVERRIDE``) may write there.
+    """
+    if not os.path.isdir(out) or os.access(out, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        return None
+    with contextlib.suppress(OSError):
+        if os.statvfs(out).f_flag & os.ST_RDONLY:
+            return os.strerror(errno.EROFS)
+    return os.strerror(errno.EACCES)
+
+
 def publish_files(staging: Path, out: Path, names: tuple[str, ...]) -> None:
-    """:func:`publish` from ``staging`` into ``out``, through a staging folder inside ``out`` when the
-    two are on different file systems (``out`` a mount point): a rename never crosses devices."""
+    """:func:`publish` from ``staging`` into ``out``, through a staging folder inside ``out`` when a
+    rename from ``staging`` cannot reach it: another file system (``out`` a mount point), or another
+    mount of the same one (a bind mount, EXDEV though ``st_dev`` is the same)."""
     out.mkdir(exist_ok=True)
     if os.stat(staging).st_dev == os.stat(out).st_dev:
-        publish(staging, out, names)
-        return
+        try:
+            publish(staging, out, names)
+            return
+        except OSError as exc:  # (publish put back what it had replaced)
+            if exc.errno != errno.EXDEV:
+                raise
     inner = inner_staging(out)
     held = lock(inner)
     try:

@@ -82,11 +82,17 @@ def _per_task_entries(table: pd.DataFrame) -> list[dict]:
 
 def _anomaly_entries(anomalies: pd.DataFrame) -> list[dict]:
     out = []
+    shared: dict[tuple, tuple] = {}  # one kind and reason string each: 10 million invalid lines share a few
     for kind, tid, att, line, reason, rule in anomalies[["kind", "task_id", "attempt", "line", "reason", "rule"]].itertuples(
         index=False, name=None
     ):
-        text = reason if kind != "invalid_line" else f"{reason} [rule: {rule}]"
-        out.append({"kind": kind, "task_id": _scalar(tid), "attempt": _scalar(att), "line": int(line), "reason": text})
+        texts = shared.get((kind, reason, rule))
+        if texts is None:
+            texts = (kind, reason if kind != "invalid_line" else f"{reason} [rule: {rule}]")
+            if len(shared) < 65536:
+                shared[(kind, reason, rule)] = texts
+        out.append({"kind": texts[0], "task_id": _scalar(tid), "attempt": _scalar(att), "line": int(line),
+                    "reason": texts[1]})
     return out
 
 

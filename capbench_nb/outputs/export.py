@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from capbench_nb.io.atomic import dumps, write_atomic
+from capbench_nb.io.atomic import json_pieces, write_atomic
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.records.run import Run
 
@@ -14,8 +14,14 @@ __all__ = ["write_metrics", "METRICS_FILE"]
 METRICS_FILE = "metrics.json"
 
 
-def write_metrics(run: Run, out_dir: str | os.PathLike | None = None, *, slices: tuple[str, ...] | list[str] = ()) -> Path:
-    """Compute and write ``metrics.json`` into ``out_dir`` (default: the run directory)."""
+def write_metrics(run: Run, out_dir: str | os.PathLike | None = None, *, slices: tuple[str, ...] | list[str] = (),
+                  **options) -> Path:
+    """Compute and write ``metrics.json`` into ``out_dir`` (default: the run directory).
+
+    ``options`` go to :func:`~capbench_nb.metrics.document.compute_metrics` (``quarantine_threshold``,
+    ``clusters``).
+    """
     out = Path(out_dir) if out_dir is not None else run.path
     out.mkdir(parents=True, exist_ok=True)
-    return write_atomic(out / METRICS_FILE, dumps(compute_metrics(run, slices=slices)))
+    # written as it is encoded (the bytes of dumps): the text of a large document is never held whole
+    return write_atomic(out / METRICS_FILE, json_pieces(compute_metrics(run, slices=slices, **options)))

@@ -5,7 +5,8 @@ papermill on a kernel of this Python environment, converts the executed
 notebook to one self-contained ``report.html`` (code hidden, nothing fetched
 from the network), and moves ``report.ipynb``, ``report.html``,
 ``summary.md`` and ``metrics.json`` into the output directory only when all
-four were produced.
+four were produced.  Execution (the kernel, interrupts) is
+:mod:`capbench_nb.outputs.execution`'s; publishing, :mod:`capbench_nb.io.publish`'s.
 
 The notebook does the work (loading, metrics, the two exported files,
 the displays); this module only runs it and publishes what it wrote.
@@ -15,26 +16,25 @@ package is.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
 import os
-import secrets
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from capbench_nb.io import publish
+from capbench_nb.errors import InvalidRunError
+from capbench_nb.io import interrupts, publish
 from capbench_nb.io.atomic import fsync_directory, fsync_file, write_synced
+from capbench_nb.outputs.execution import INJECTED_TAG, execute_notebook, own_kernel
 from capbench_nb.records.run import load_run
 
 __all__ = [
     "build_report",
     "build_comparison",
+    "execute_notebook",
+    "own_kernel",
     "find_notebook",
     "notebook_to_html",
     "ReportError",
@@ -52,7 +52,6 @@ OUTPUT_FILES = ("metrics.json", "summary.md", "report.ipynb", "report.html")
 HTML_TEMPLATE = "capbench_report"
 
 _PARAMETERS_TAG = "parameters"
-_INJECTED_TAG = "injected-parameters"
 
 
 class ReportError(RuntimeError):
@@ -108,142 +107,6 @@ def _template_dir() -> Path:
     return Path(str(path))
 
 
-# --------------------------------------------------------------------------- the kernel
-
-
-@contextlib.contextmanager
-def own_kernel() -> Iterator[str]:
-    """A kernel name that starts this very Python (``sys.executable``), valid inside the block.
-
-    A kernelspec is written into a temporary directory that is put first on
-    ``JUPYTER_PATH`` for the duration of the block (jupyter_client reads the
-    variable whenever a kernel is looked up), so the report never runs on
-    whatever kernel a user-wide ``python3`` spec happens to point at.  The
-    name is unique, so no other kernelspec can shadow it.  The kernel's
-    matplotlib backend is the inline one even when ``MPLBACKEND`` is set
-    (say, to Agg for scripts), or pyplot figures would be missing from the
-    report; its log is kept to critical messages, so a report is quiet.
-    """
-    name = f"capbench-nb-{os.getpid()}-{secrets.token_hex(4)}"
-    try:  # what `ipykernel install` would write for this Python (metadata such as supported encryption)
-        from ipykernel.kernelspec import get_kernel_dict
-
-        spec = dict(get_kernel_dict())
-    except Exception:  # pragma: no cover - an ipykernel without that helper
-        spec = {"language": "python", "metadata": {}}
-    # The kernel's own log goes to our stderr; at shutdown jupyter_client interrupts the kernel
-    # first, which now and then logs "KeyboardInterrupt caught in kernel" there.  Errors in cells
-    # reach us through the notebook, and a kernel that dies is reported as such.
-    spec["argv"] = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                    "--IPKernelApp.log_level=CRITICAL", "--HistoryManager.enabled=False"]
-    spec["display_name"] = f"capbench-nb ({sys.executable})"
-    spec["env"] = {"MPLBACKEND": "module://matplotlib_inline.backend_inline"}
-    with tempfile.TemporaryDirectory(prefix="capbench-nb-kernel-") as tmp:
-        spec_dir = Path(tmp, "kernels", name)
-        spec_dir.mkdir(parents=True)
-        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
-        previous = os.environ.get("JUPYTER_PATH")
-        os.environ["JUPYTER_PATH"] = tmp if not previous else tmp + os.pathsep + previous
-        try:
-            yield name
-        finally:
-            if previous is None:
-                os.environ.pop("JUPYTER_PATH", None)
-            else:
-                os.environ["JUPYTER_PATH"] = previous
-
-
-# --------------------------------------------------------------------------- execution
-
-
-def _execute_notebook(notebook: Path, parameters: dict, *, cwd: Path, progress: bool) -> Any:
-    """Run ``notebook`` with papermill on :func:`own_kernel`; returns the executed notebook node.
-
-    papermill writes nothing: the executed notebook stays in memory (no output
-    path, so none is formatted with the parameters either) and the caller
-    writes it once.  Saving after every cell, papermill's default, rewrote the
-    whole notebook with its images some fifty times per report.  Should the
-    kernel die, the exception raised carries the notebook as far as it ran
-    (``exc.capbench_notebook``), which names the cell that was running.
-    """
-    import papermill
-
-    # papermill's own log (e.g. "Kernel died while waiting for execute reply") would repeat, on
-    # stderr and unasked, what the ReportError raised from it says in one line.
-    log = logging.getLogger("papermill")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
-        with own_kernel() as kernel_name:
-            nb = papermill.execute_notebook(
-                str(notebook),
-                None,
-                parameters=parameters,  # papermill writes them as literals into a cell of its own
-                engine_name=_engine_name(),
-                kernel_name=kernel_name,
-                language="python",
-                progress_bar=progress,
-                request_save_on_cell_execute=False,
-                log_output=False,
-                cwd=str(cwd),
-                config=_client_config(),
-            )
-    finally:
-        log.setLevel(level)
-    for cell in nb.cells:  # papermill gives its cell a random id, which would differ between two reports
-        if _INJECTED_TAG in cell.get("metadata", {}).get("tags", []):
-            cell["id"] = _INJECTED_TAG
-    return nb
-
-
-_ENGINE = "capbench-nb"
-
-
-def _engine_name() -> str:
-    """The papermill engine of reports (registered on first use): nbclient's, keeping the notebook on failure."""
-    from papermill.engines import NBClientEngine, papermill_engines
-
-    if _ENGINE not in papermill_engines._engines:
-
-        class InMemoryEngine(NBClientEngine):
-            @classmethod
-            def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
-                try:
-                    return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
-                except BaseException as exc:
-                    with contextlib.suppress(AttributeError, TypeError):
-                        exc.capbench_notebook = nb_man.nb
-                    raise
-
-        papermill_engines.register(_ENGINE, InMemoryEngine)
-    return _ENGINE
-
-
-def _client_config() -> Any:
-    """nbclient configuration: encrypt the kernel's local TCP traffic where both ends can.
-
-    Recent ipykernels declare CurveZMQ support in their kernelspec and warn on
-    stderr when started on plain TCP; jupyter_client provisions keys only when
-    asked (``transport_encryption``, absent from older versions).
-    """
-    from jupyter_client.manager import KernelManager
-    from traitlets.config import Config
-
-    config = Config()
-    try:
-        import zmq
-
-        curve = bool(zmq.has("curve"))
-    except Exception:  # pragma: no cover
-        curve = False
-    if curve and KernelManager.class_traits().get("transport_encryption") is not None:
-        config.KernelManager.transport_encryption = "auto"
-    # The notebook has written (and fsynced) every output by its last cell; a graceful shutdown
-    # would only wait ~0.4 s for the interpreter to tear down pandas and matplotlib.
-    config.NotebookClient.shutdown_kernel = "immediate"
-    return config
-
-
 def _first_code_line(source: str, limit: int = 70) -> str:
     lines = [line.strip() for line in source.splitlines()]
     code = [line for line in lines if line and not line.startswith("#")]
@@ -271,7 +134,7 @@ def _source_cell(notebook: Path, index: int, source: str) -> int | None:
     except Exception:  # the numbering is a courtesy; the error itself must get out
         return None
     tags = [set(c.get("metadata", {}).get("tags", [])) for c in cells]
-    if not any(_INJECTED_TAG in t for t in tags):
+    if not any(INJECTED_TAG in t for t in tags):
         inserted = next((i for i, t in enumerate(tags) if _PARAMETERS_TAG in t), -1) + 1
         if index == inserted:
             return None
@@ -309,7 +172,7 @@ def _execution_error(exc: BaseException, notebook: Path) -> ReportError:
     papermill stamps each cell's ``start_time`` as it starts; when the kernel
     dies it marks the remaining cells completed without one, so the last cell
     that started (in the notebook the exception carries, see
-    :func:`_engine_name`) is the one the kernel did not finish.
+    :func:`~capbench_nb.outputs.execution.execute_notebook`) is the one the kernel did not finish.
     """
     detail = _one_line(str(exc)) or "no detail"
     what = f"{type(exc).__name__}: {detail}"
@@ -367,6 +230,7 @@ def _build(
     stem: str,
     title: str,
     progress: bool | None,
+    run_output: bool = False,
 ) -> Path:
     """Execute ``source`` into a staging folder next to ``out`` and publish its outputs.
 
@@ -378,7 +242,10 @@ def _build(
     that is missing or holds only such outputs is replaced as a whole in one
     step (:func:`~capbench_nb.io.publish.switch`), any other ``out`` file by file
     (:func:`~capbench_nb.io.publish.publish_files`).  Leftovers of killed builds are removed first
-    (:func:`~capbench_nb.io.publish.recover`).
+    (:func:`~capbench_nb.io.publish.recover`).  An existing ``out`` this process may not write into
+    is refused first (InvalidRunError, rule ``output-unwritable``; ``run_output``: ``out`` is the run
+    directory, and the message suggests ``--out``).  A signal during publishing is held until the
+    outputs are switched (:func:`~capbench_nb.io.interrupts.deferred`).
     """
     if not source.is_file():
         raise FileNotFoundError(2, "no such notebook", str(source))
@@ -389,51 +256,82 @@ def _build(
         out = Path(os.path.realpath(out))  # publish into the folder the link names, keep the link
     if os.path.lexists(out) and not out.is_dir():
         raise NotADirectoryError(20, "the output directory is not a directory", str(report_dir))
+    _refuse_unwritable(out, given, run_output=run_output)
     out.parent.mkdir(parents=True, exist_ok=True)
     if progress is None:
         progress = sys.stderr.isatty()
     outputs = (*written, f"{stem}.ipynb", f"{stem}.html")
     publish.recover(out)
-    try:  # next to out, so that the finished folder can take out's place in one step
-        staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=publish.sibling_prefix(out), suffix=publish.PARTIAL))
-    except OSError:  # out's parent is not writable: stage inside out, publish file by file
-        out.mkdir(exist_ok=True)
-        staging = publish.inner_staging(out)
-    lock = publish.lock(staging)
+    staging = lock = None
     try:
+        with interrupts.deferred():  # the staging folder exists only once the clean-up below owns it
+            staging = _new_staging(out)
+            lock = publish.lock(staging)
         parameters = {**parameters, "out_dir": str(staging), "report_dir": str(report_dir)}
         try:
-            nb = _execute_notebook(source.absolute(), parameters, cwd=staging, progress=progress)
+            nb = execute_notebook(source.absolute(), parameters, cwd=staging, progress=progress)
         except Exception as exc:
             from papermill.exceptions import PapermillExecutionError
 
             if isinstance(exc, PapermillExecutionError):
                 raise _cell_error(exc, source) from exc
             raise _execution_error(exc, source) from exc
-        import nbformat
-
-        for name in written:
-            if not (staging / name).is_file():
-                raise ReportError(f"notebook {source.name} ran but did not write {name} into out_dir")
-        for extra in os.listdir(staging):  # the notebook's own scratch files stay out of the outputs
-            if extra not in outputs:
-                path = staging / extra
-                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-        write_synced(staging / f"{stem}.ipynb", nbformat.writes(nb))
-        write_synced(staging / f"{stem}.html", notebook_to_html(nb, title=title))
-        # write_atomic keeps modes; give every output the mode open() gave the HTML file
-        mode = (staging / f"{stem}.html").stat().st_mode & 0o777
-        for name in outputs:
-            os.chmod(staging / name, mode)
-            fsync_file(staging / name)
-        fsync_directory(staging)
+        _complete(staging, nb, source, written=written, stem=stem, title=title)
         whole = staging.parent == out.parent and (not os.path.lexists(out) or publish.dedicated(out, outputs))
-        if not (whole and publish.switch(staging, out, outputs)):
-            publish.publish_files(staging, out, outputs)
+        with interrupts.deferred():  # a signal from here on is raised once the outputs are switched
+            interrupts.pause_point("publish")
+            if not (whole and publish.switch(staging, out, outputs)):
+                publish.publish_files(staging, out, outputs)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        os.close(lock)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
     return given / f"{stem}.html"
+
+
+def _new_staging(out: Path) -> Path:
+    """A staging folder next to ``out``, so that the finished folder can take its place in one step; inside
+    ``out`` when its parent is not writable (then the outputs are published file by file)."""
+    try:
+        return Path(tempfile.mkdtemp(dir=out.parent, prefix=publish.sibling_prefix(out), suffix=publish.PARTIAL))
+    except OSError:
+        out.mkdir(exist_ok=True)
+        return publish.inner_staging(out)
+
+
+def _complete(staging: Path, nb: Any, source: Path, *, written: tuple[str, ...], stem: str, title: str) -> None:
+    """The staging folder made the complete set of outputs: the files of ``written`` (the notebook's),
+    ``<stem>.ipynb`` and ``<stem>.html``, one mode, fsynced; the notebook's scratch files removed."""
+    import nbformat
+
+    outputs = (*written, f"{stem}.ipynb", f"{stem}.html")
+    for name in written:
+        if not (staging / name).is_file():
+            raise ReportError(f"notebook {source.name} ran but did not write {name} into out_dir")
+    for extra in os.listdir(staging):  # the notebook's own scratch files stay out of the outputs
+        if extra not in outputs:
+            path = staging / extra
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    write_synced(staging / f"{stem}.ipynb", nbformat.writes(nb))
+    write_synced(staging / f"{stem}.html", notebook_to_html(nb, title=title))
+    # write_atomic keeps modes; give every output the mode open() gave the HTML file
+    mode = (staging / f"{stem}.html").stat().st_mode & 0o777
+    for name in outputs:
+        os.chmod(staging / name, mode)
+        fsync_file(staging / name)
+    fsync_directory(staging)
+
+
+def _refuse_unwritable(out: Path, given: Path, *, run_output: bool) -> None:
+    """InvalidRunError (``output-unwritable``) when ``out`` exists and this process may not write into it."""
+    reason = publish.check_writable(out)
+    if reason is None:
+        return
+    if run_output:
+        raise InvalidRunError(str(given), "output-unwritable", f"the run directory is not writable ({reason}); "
+                              "write the outputs elsewhere with --out DIR")
+    raise InvalidRunError(str(given), "output-unwritable", f"the output directory is not writable ({reason})")
 
 
 def build_report(
@@ -476,7 +374,8 @@ def build_report(
     Raises
     ------
     InvalidRunError
-        The run is invalid; raised before any notebook runs.
+        The run is invalid, or the output directory exists and cannot be written into
+        (``output-unwritable``); raised before any notebook runs.
     UnknownSliceError
         A slice dimension the run does not have; raised before any notebook runs.
     ReportError
@@ -492,7 +391,8 @@ def build_report(
     parameters = {"run_dir": os.path.abspath(run_dir), "allow_invalid": bool(allow_invalid),
                   "skip_evidence": bool(skip_evidence), "slices": list(slices)}
     return _build(source, out, parameters, written=("metrics.json", "summary.md"), stem="report",
-                  title=f"{_one_line(run.run_id, 120)} · capbench-nb report", progress=progress)
+                  title=f"{_one_line(run.run_id, 120)} · capbench-nb report", progress=progress,
+                  run_output=out_dir is None)
 
 
 def build_comparison(

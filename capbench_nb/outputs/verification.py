@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capbench_nb.errors import InvalidRunError
+from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.io.files import read_regular_file
-from capbench_nb.io.jsonparse import JsonMessages, json_error
+from capbench_nb.io.jsonparse import DEFAULT_MESSAGES, JsonMessages, json_error
 from capbench_nb.outputs.export import METRICS_FILE
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.records.run import load_run
 from capbench_nb.metrics.slices import UnknownSliceError, slice_values
 
-__all__ = ["Disagreement", "diff_documents", "diff_lines", "verify", "SUMMARY_FILE"]
+__all__ = ["Disagreement", "diff_documents", "diff_lines", "read_output_json", "verify", "SUMMARY_FILE"]
 
 SUMMARY_FILE = "summary.md"
 
@@ -60,12 +60,15 @@ class Disagreement:
                 return "(a value too deeply nested or too long to show)"
             return text if len(text) <= 80 else text[:77] + "..."
 
+        # The file's keys (in the pointer) and the path are shown escaped on one line, like the values:
+        # a key holding a newline or a terminal escape must not forge or hide a line.
+        file, pointer = one_line(self.file), one_line(self.pointer or "/")
         if not self.pointer.startswith("line "):
-            return f"{self.file}#{self.pointer or '/'}: found {show(self.found)}, recomputed {show(self.expected)}"
+            return f"{file}#{pointer}: found {show(self.found)}, recomputed {show(self.expected)}"
         found, expected = self.found, self.expected
         if isinstance(found, str) and isinstance(expected, str):
             found, expected = _around_difference(found, expected)
-        return f"{self.file} {self.pointer}: found {show(found)}, recomputed {show(expected)}"
+        return f"{file} {pointer}: found {show(found)}, recomputed {show(expected)}"
 
 
 def _around_difference(a: str, b: str, *, before: int = 20, width: int = 70) -> tuple[str, str]:
@@ -157,6 +160,44 @@ def diff_lines(found: str, expected: str, *, file: str = SUMMARY_FILE) -> list[D
     return out
 
 
+def read_output_json(path: Path, *, rule: str, command: str, json_rule: str = "json",
+                     messages: JsonMessages = DEFAULT_MESSAGES, what: str = "") -> Any:
+    """The JSON document ``path`` (an output of ``capbench-nb COMMAND``) parsed, for a verify to compare.
+
+    Parameters
+    ----------
+    path : Path
+        The file; read only when it is a regular file (a FIFO would block, a device such as
+        /dev/zero never end).
+    rule : str
+        The rule prefix: ``RULE-missing`` when there is no file, ``RULE-unreadable`` when it cannot
+        be read.
+    command : str
+        The command that writes the file, named in the message of a missing one.
+    json_rule, messages, what
+        How a parse failure is worded (:func:`~capbench_nb.io.jsonparse.json_error`).
+
+    Returns
+    -------
+    Any
+        The parsed value, of any JSON type (the caller says whether it must be an object).
+
+    Raises
+    ------
+    InvalidRunError
+        The file is missing, unreadable, or not JSON.
+    """
+    try:
+        return json.loads(read_regular_file(path).decode("utf-8"))
+    except FileNotFoundError:
+        raise InvalidRunError(str(path), f"{rule}-missing",
+                              f"no {path.name} to verify; run `capbench-nb {command}` first") from None
+    except OSError as exc:
+        raise InvalidRunError(str(path), f"{rule}-unreadable", f"cannot read {path.name}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, too long an integer, too deep
+        raise json_error(exc, file=str(path), rule=json_rule, messages=messages, what=what) from None
+
+
 def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None, *, strict: bool = True,
            skip_evidence: bool = False) -> list[Disagreement]:
     """Recompute every output of ``run_dir`` and compare with the files in ``out_dir``.
@@ -188,15 +229,7 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     """
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     metrics_path = out / METRICS_FILE
-    try:
-        # A regular file only: a FIFO would block, a device such as /dev/zero never end.
-        found = json.loads(read_regular_file(metrics_path).decode("utf-8"))
-    except FileNotFoundError:
-        raise InvalidRunError(str(metrics_path), "metrics-missing", "no metrics.json to verify; run `capbench-nb metrics` first") from None
-    except OSError as exc:
-        raise InvalidRunError(str(metrics_path), "metrics-unreadable", f"cannot read metrics.json: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, too long an integer, too deep
-        raise json_error(exc, file=str(metrics_path), messages=_METRICS_MESSAGES) from None
+    found = read_output_json(metrics_path, rule="metrics", command="metrics", messages=_METRICS_MESSAGES)
     provenance = found.get("provenance") if isinstance(found, dict) else None
     options = provenance.get("options") if isinstance(provenance, dict) else None
     stored_allow = isinstance(options, dict) and options.get("allow_invalid") is True

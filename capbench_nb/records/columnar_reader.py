@@ -35,14 +35,25 @@ from capbench_nb.io.pointer import EvidenceError, resolve_pointer
 from capbench_nb.records.evidence import EvidenceResolver, read_evidence_file
 from capbench_nb.records.exact_reader import CATEGORIES, canonical_json
 
-__all__ = ["CHUNK_BYTES", "arrow_schema", "read_results_fast", "MemoResolver"]
+__all__ = ["CHUNK_BYTES", "MIN_RECORD_BYTES", "arrow_schema", "read_results_fast", "MemoResolver"]
 
 #: Bytes the fast path reads (and parses) at a time; a chunk ends at a newline.
 CHUNK_BYTES = 16 << 20
+
+#: Rows after which each numeric column's per-chunk arrays (small, so in malloc's heap, where freed
+#: memory stays resident) are joined into one block, mapped on its own and returned when freed: the
+#: heap then holds one block's parts at a time (10 million attempts: a 6.6 GB peak without blocks).
+BLOCK_ROWS = 1 << 22
+_STRING_COLUMNS = ("task_id", "artifact_dir")  # pyarrow arrays, joined once at the end
 _ARROW: dict[str, Any] = {}
 
 #: Fields that must not be null; containers that may be absent (their default) but not null.
 _REQUIRED = tuple(f.name for f in RECORD if f.required)
+
+#: Fewest bytes of a line holding every required key (braces; per key its quoted name, a colon, a
+#: value of one character; commas).  pyarrow's parse costs memory per row, so a shorter line (10
+#: million ``{}`` lines: 5 GB) is declined unparsed: it is invalid, which the exact path names.
+MIN_RECORD_BYTES = 2 + sum(len(name) + 4 for name in _REQUIRED) + len(_REQUIRED) - 1
 _CONTAINERS = tuple(f.name for f in RECORD if not f.required and not f.nullable)
 _TELEMETRY = tuple((f.name.split(".", 1)[1], f) for f in RECORD_TELEMETRY)
 
@@ -135,6 +146,8 @@ class _ChunkReader:
             ends = np.append(newlines, data.size)
         if not (data[starts] == 0x7B).all():
             raise _Fallback("a line does not start with '{'")
+        if (ends - np.append(0, starts)).min() < MIN_RECORD_BYTES:
+            raise _Fallback("a line too short to hold a record")
         before = data[ends - 1]
         if not (before == 0x7D).all():
             cr = before == 0x0D
@@ -175,6 +188,8 @@ class _Columns:
     def __init__(self, resolver: EvidenceResolver | None) -> None:
         self.resolver = resolver
         self.parts: dict[str, list] = {}
+        self.blocks = 0  # leading entries of each numeric column's parts that are joined blocks
+        self.pending = 0  # rows since the last block
         self.texts: dict[str, dict[str, int]] = {"evidence": {}, "telemetry_source": {}, "cost_source": {}}
         self.evidence_text: dict[tuple, str] = {}
 
@@ -244,6 +259,22 @@ class _Columns:
         self.add("cost", (cost, cost_null))
         self.add("cost_source", self._dictionary_ids("cost_source", col["cost_source"]))
         self.add("telemetry_source", self._source_ids(col["telemetry_source"], n))
+        self.pending += n
+        if self.pending >= BLOCK_ROWS:
+            self._join_block()
+
+    def _join_block(self) -> None:
+        """Join each numeric column's parts since the last block into one array (see BLOCK_ROWS)."""
+        for name, parts in self.parts.items():
+            tail = parts[self.blocks:]
+            if name in _STRING_COLUMNS or len(tail) < 2:
+                continue
+            if isinstance(tail[0], tuple):
+                parts[self.blocks:] = [(np.concatenate([v for v, _ in tail]), np.concatenate([m for _, m in tail]))]
+            else:
+                parts[self.blocks:] = [np.concatenate(tail)]
+        self.blocks += 1
+        self.pending = 0
 
     @staticmethod
     def _codes(col: dict, name: str) -> np.ndarray:
@@ -383,12 +414,14 @@ class _Columns:
         pa = _arrow()["pa"]
         parts = self.parts
 
+        # Each column's parts are dropped (pop) once it is joined: the peak is the parts and one column.
         def cat(name: str) -> np.ndarray:
-            return np.concatenate(parts[name])
+            return np.concatenate(parts.pop(name))
 
         def masked(name: str, dtype: str):
-            values = np.concatenate([v for v, _ in parts[name]])
-            mask = np.concatenate([m for _, m in parts[name]])
+            chunks = parts.pop(name)
+            values = np.concatenate([v for v, _ in chunks])
+            mask = np.concatenate([m for _, m in chunks])
             if dtype == "Float64":
                 return pd.arrays.FloatingArray(values, mask)
             if dtype == "Int64":
@@ -396,7 +429,7 @@ class _Columns:
             return pd.arrays.BooleanArray(values, mask)
 
         def strings(name: str):  # what pd.array(values, dtype="string") gives
-            array = pa.chunked_array(parts[name]).combine_chunks()
+            array = pa.chunked_array(parts.pop(name)).combine_chunks()
             dtype = pd.StringDtype()
             if dtype.storage == "pyarrow":
                 return pd.arrays.ArrowStringArray(array)

@@ -258,6 +258,7 @@ def read_results_exact(
     appenders = [c.append for c in columns]
     lines: list[int] = []
     invalid: list[dict] = []
+    reasons: dict[str, str] = {}  # one string per distinct reason: 10 million invalid lines share a few
     digest = hashlib.sha256()
     with _open_results(path, file) as fh:
         try:
@@ -288,8 +289,9 @@ def read_results_exact(
                         _raise_earliest_duplicate(columns, lines, file)
                         raise InvalidRunError(file, exc.rule, exc.reason, line=lineno) from None
                     tid, att = _readable_ids(obj)
+                    reason = reasons.setdefault(exc.reason, exc.reason) if len(reasons) < 4096 else exc.reason
                     invalid.append({"kind": "invalid_line", "task_id": tid, "attempt": att, "line": lineno,
-                                    "reason": exc.reason, "rule": exc.rule})
+                                    "reason": reason, "rule": exc.rule})
                     continue
                 lines.append(lineno)
                 for append, value in zip(appenders, values):

@@ -9,17 +9,19 @@ ingest reports success, so what ingest writes is what ``load_run`` accepts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import TELEMETRY_FIELDS
-from capbench_nb.io.atomic import write_atomic
-from capbench_nb.io.files import read_regular_file
+from capbench_nb.io import interrupts
+from capbench_nb.io.atomic import copy_atomic, write_atomic
+from capbench_nb.io.files import inside, read_regular_file
 from capbench_nb.io.jsonparse import parse_document
 from capbench_nb.io.pointer import EvidenceError
 from capbench_nb.records.derivation import DerivationContext, derive_record, read_artifacts
@@ -79,6 +81,10 @@ def _scan(run_dir: str | os.PathLike) -> tuple[list[str], dict[str, str]]:
     return found, real
 
 
+#: Why an attempt directory whose real path leaves the run is refused (the loader's rule for an
+#: artifact_dir that does: ``evidence``).
+_OUTSIDE_RUN = "the attempt directory resolves outside the run directory (through a symlink); nothing in it is read"
+
 _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
 
 
@@ -93,11 +99,15 @@ def _error_record(directory: Path, run_dir: Path, error: InvalidRunError) -> dic
     Its ids come from attempt.json when that file reads, else from the
     directory names (the only other place they exist).  Evidence is kept only
     for references that resolve; here that is attempt.json itself when it parses.
+    A directory that resolves outside the run is not read at all: its ids come from
+    the directory names and its ``artifact_dir`` is null.
     """
     attempt_doc = None
     path = str(directory / "attempt.json")
+    outside = not inside(os.path.realpath(directory), os.path.realpath(run_dir))
     try:  # (a FIFO is refused, not waited for)
-        attempt_doc = parse_document(read_regular_file(path), file=path)
+        if not outside:
+            attempt_doc = parse_document(read_regular_file(path), file=path)
     except (OSError, InvalidRunError):
         pass
     task_id = attempt_doc.get("task_id") if isinstance(attempt_doc, dict) else None
@@ -105,10 +115,11 @@ def _error_record(directory: Path, run_dir: Path, error: InvalidRunError) -> dic
     source = "attempt.json"
     if not isinstance(task_id, str) or not task_id or type(number) is not int or number < 1:
         task_id, source = directory.parent.name, "directory names"
-        number = int(directory.name) if directory.name.isdigit() and int(directory.name) >= 1 else None
+        digits = directory.name.isascii() and directory.name.isdigit()  # "²" is a digit int() refuses
+        number = int(directory.name) if digits and int(directory.name) >= 1 else None
         if number is None:
             return None
-    artifact_dir = Path(os.path.relpath(directory, run_dir)).as_posix()
+    artifact_dir = None if outside else Path(os.path.relpath(directory, run_dir)).as_posix()
     evidence = []
     if isinstance(attempt_doc, dict):
         try:
@@ -176,6 +187,10 @@ class _Deriver:
     def __call__(self, directory: str) -> tuple[tuple | None, BaseException | None]:
         try:
             path = Path(directory)
+            # A symlinked attempt directory (or task or attempts/ folder) that leads out of the run
+            # is refused before anything in it is read (the real paths are known from the scan).
+            if not inside(self.context.realpath(directory), self.context.realpath(self.context.run_dir)):
+                raise InvalidRunError(directory, "evidence", _OUTSIDE_RUN)
             record = derive_record(path, run_dir=self.run_dir, judge_default=self.judge_default, model=self.model,
                                    tools=self.tools, prices=self.prices, context=self.context,
                                    artifacts=read_artifacts(path, context=self.context))
@@ -183,23 +198,40 @@ class _Deriver:
             return None, exc
         return _line(record), None
 
-    def batch(self, directories: list[str]) -> list[tuple[tuple | None, BaseException | None]]:
-        return [self(directory) for directory in directories]
+
+#: A pool worker's deriver and the parent's stop flag, set once when it starts (:func:`_start_worker`).
+_WORKER: dict = {}
 
 
-#: The deriver of a pool's worker process, set once when it starts (:func:`_start_worker`).
-_WORKER_DERIVER: _Deriver | None = None
-
-
-def _start_worker(derive: _Deriver) -> None:
+def _start_worker(derive: _Deriver, parent: int, stop) -> None:
     # Forked workers inherit ``derive`` (its context holds every real path of the run) without a
     # copy; handing it with each batch instead would pickle it once per batch.
-    global _WORKER_DERIVER
-    _WORKER_DERIVER = derive
+    _WORKER.update(derive=derive, stop=stop)
+    # The parent answers interrupts and stops the workers through ``stop`` (a Ctrl-C reaches the
+    # whole process group; the handlers inherited from the parent would print a traceback per
+    # worker); a worker also dies with its parent, instead of blocking for good on a result pipe
+    # nobody reads.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with(parent)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when ``parent`` ends (Linux ``PR_SET_PDEATHSIG``); elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before the request was made
+        os._exit(1)
 
 
 def _worker_batch(directories: list[str]) -> list[tuple[tuple | None, BaseException | None]]:
-    return _WORKER_DERIVER.batch(directories)
+    derive, stop = _WORKER["derive"], _WORKER["stop"]
+    return [derive(directory) for directory in directories if not stop.is_set()]  # (short once stopped)
 
 
 #: Below this many attempt directories a process pool costs more than it saves.
@@ -231,16 +263,21 @@ def _derived(derive: _Deriver, directories: list[str], workers: int | None):
 
         size = max(1, min(500, -(-len(directories) // (4 * workers))))
         batches = [directories[i:i + size] for i in range(0, len(directories), size)]
+        context = multiprocessing.get_context("fork")
         try:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                                       initializer=_start_worker, initargs=(derive,))
+            stop = context.Event()
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                                       initargs=(derive, os.getpid(), stop))
         except (OSError, ValueError):
             pool = None
         if pool is not None:
             try:
-                for batch, results in zip(batches, pool.map(_worker_batch, batches)):
+                with interrupts.deferred():  # the workers are forked here: none may take a signal as ours
+                    outcomes = pool.map(_worker_batch, batches)
+                for batch, results in zip(batches, outcomes):
                     yield from zip(batch, results)
-            finally:  # also when the caller stops at an error: drop the batches not started
+            finally:  # also when the caller stops at an error or an interrupt: the workers end their
+                stop.set()  # current attempt and exit (terminating one could cut a result it is sending)
                 pool.shutdown(wait=True, cancel_futures=True)
             return
     for directory in directories:
@@ -277,6 +314,8 @@ def _collect(derived, run_dir: Path, allow_invalid: bool, bar: _Progress) -> tup
         seen[key] = directory
         records.append(record)
         bar.update(done)
+        if done == 1:
+            interrupts.pause_point("ingest")
     return records, errors
 
 
@@ -287,6 +326,21 @@ def _backup_path(path: Path) -> Path:
         candidate = path.with_name(f"{path.name}.bak{n}")
         n += 1
     return candidate
+
+
+def _write_with_backup(target: Path, text: str, check) -> Path | None:
+    """Write ``text`` over ``target`` atomically (:func:`write_atomic`, validated by ``check``), an existing
+    file first copied to a free ``.bak`` name; the backup is complete or absent, even on a full disk, and is
+    removed again when the write fails (the file is then as it was)."""
+    backup = copy_atomic(target, _backup_path(target)) if target.exists() else None
+    try:
+        write_atomic(target, text, check=check)
+    except BaseException:
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                backup.unlink()
+        raise
+    return backup
 
 
 def ingest_run(
@@ -346,7 +400,11 @@ def ingest_run(
     bar = _Progress(len(directories), progress)
     context = DerivationContext(os.fspath(run_dir), known, EvidenceResolver(run_dir))
     derive = _Deriver(run_dir, judge_default, model, tools, prices, context)
-    records, errors = _collect(_derived(derive, directories, workers), run_dir, allow_invalid, bar)
+    derived = _derived(derive, directories, workers)
+    try:
+        records, errors = _collect(derived, run_dir, allow_invalid, bar)
+    finally:  # an error or an interrupt ends the process pool now, not when the generator is collected
+        derived.close()
     bar.close()
 
     records.sort(key=lambda r: (r[0].encode("utf-8", "surrogatepass"), r[1]))
@@ -362,9 +420,5 @@ def ingest_run(
             raise InvalidRunError(str(target), exc.rule, f"ingest derived an invalid record: {exc.message}",
                                   line=exc.line) from None
 
-    backup = None
-    if target.exists():
-        backup = _backup_path(target)
-        shutil.copy2(target, backup)
-    write_atomic(target, text, check=check)
+    backup = _write_with_backup(target, text, check)
     return IngestReport(path=target, records=len(records), errors=errors, backup=backup)

@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import MANIFEST, MAX_MANIFEST_BYTES, MAX_REPEATS, RUN_SCHEMA_VERSION, RUN_STATUSES
+from capbench_nb.format import (
+    MANIFEST, MAX_MANIFEST_BYTES, MAX_PLAN_TASKS, MAX_REPEATS, RUN_SCHEMA_VERSION, RUN_STATUSES,
+)
 from capbench_nb.io.files import open_input
 from capbench_nb.io.jsonparse import (
     SURROGATE_ESCAPE, JsonMessages, find_surrogate, is_int, json_error, json_type_name, parse_document, short,
@@ -48,8 +50,8 @@ def _read_manifest_bytes(path: str | os.PathLike, file: str) -> bytes:
     """The bytes of manifest.json: at most MAX_MANIFEST_BYTES, never blocking on a FIFO."""
     too_large = InvalidRunError(
         file, "manifest-too-large",
-        f"manifest.json is larger than {size_text(MAX_MANIFEST_BYTES)}, the limit this toolkit reads "
-        "(a plan of about half a million tasks); is it a manifest?")
+        f"manifest.json is larger than {size_text(MAX_MANIFEST_BYTES)} (MAX_MANIFEST_BYTES), the most this "
+        "toolkit reads; is it a manifest?")
     try:
         with open_input(path) as fh:
             if os.fstat(fh.fileno()).st_size > MAX_MANIFEST_BYTES:
@@ -89,8 +91,9 @@ def validate_manifest(manifest: Any, *, file: str = MANIFEST) -> None:
     """Check a parsed manifest against spec sections 2 and 8; raise on the first problem.
 
     Beyond the format: every string (key or value) must be Unicode text (no lone surrogate,
-    ``invalid-unicode``), and planned repeats at most :data:`~capbench_nb.format.MAX_REPEATS`
-    (``repeats-too-large``).
+    ``invalid-unicode``), planned repeats at most :data:`~capbench_nb.format.MAX_REPEATS`
+    (``repeats-too-large``) and at most :data:`~capbench_nb.format.MAX_PLAN_TASKS` tasks
+    (``plan-too-large``).
     """
     _validate_manifest(manifest, file=file, unicode=True)
 
@@ -146,6 +149,9 @@ def _validate_manifest(manifest: Any, *, file: str, unicode: bool) -> None:
         bad("/plan/tasks", "plan-tasks", f"plan.tasks must be a list of tasks, found {short(tasks)}")
     if not tasks:
         bad("/plan/tasks", "plan-empty", "the plan has no tasks")
+    if len(tasks) > MAX_PLAN_TASKS:  # before the per-task checks: their cost grows with the plan
+        bad("/plan/tasks", "plan-too-large",
+            f"the plan has {len(tasks):,} tasks, above {MAX_PLAN_TASKS:,} (MAX_PLAN_TASKS), the most this toolkit accepts")
     seen: dict[str, int] = {}
     for i, task in enumerate(tasks):
         where = f"/plan/tasks/{i}"

@@ -50,6 +50,21 @@ def test_a_refusing_check_leaves_the_old_file_and_no_temporary(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
 
 
+def test_json_pieces_written_as_they_come_are_the_bytes_of_dumps(tmp_path):
+    """More pieces than one batch (2**16), then a document whose encoding fails halfway: the old file
+    stays and no temporary is left."""
+    doc = {"anomalies": [{"line": i, "reason": "é", "x": [None, True, 0.5]} for i in range(20_000)]}
+    assert atomic.dumps(doc) == json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+    path = atomic.write_atomic(tmp_path / "m.json", atomic.json_pieces(doc))
+    written = path.read_text(encoding="utf-8")
+    assert written == atomic.dumps(doc)
+    doc["anomalies"][-1]["x"] = float("nan")
+    with pytest.raises(ValueError):
+        atomic.write_atomic(path, atomic.json_pieces(doc))
+    assert path.read_text(encoding="utf-8") == written
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
 def test_write_synced_writes_newlines_as_they_are(tmp_path):
     path = tmp_path / "out.html"
     atomic.write_synced(path, "a\nb\n")

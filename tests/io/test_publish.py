@@ -13,6 +13,22 @@ from capbench_nb.io import publish
 OUTPUT_FILES = ("metrics.json", "summary.md", "report.ipynb", "report.html")
 
 
+def exchange_unsupported(a, b):
+    raise OSError(errno.EINVAL, "exchange unsupported (test)")
+
+
+def cannot_move(monkeypatch, directory: Path) -> None:
+    """``os.rename`` of ``directory`` fails as for a mount point (EBUSY)."""
+    real_rename = os.rename
+
+    def rename(src, dst, *args, **kwargs):
+        if Path(src) == directory:
+            raise OSError(errno.EBUSY, "Device or resource busy", str(src))
+        return real_rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", rename)
+
+
 def staged(directory: Path, names=OUTPUT_FILES, text="new ") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -67,10 +83,7 @@ def test_switch_replaces_a_dedicated_directory_and_keeps_what_appeared_meanwhile
     (out / "notes.txt").write_text("mine", encoding="utf-8")
     staging = staged(tmp_path / (publish.sibling_prefix(out) + "b" + publish.PARTIAL))
     if not exchange:
-        def unsupported(a, b):
-            raise OSError(errno.EINVAL, "exchange unsupported (test)")
-
-        monkeypatch.setattr(publish, "rename_exchange", unsupported)
+        monkeypatch.setattr(publish, "rename_exchange", exchange_unsupported)
     assert publish.switch(staging, out, OUTPUT_FILES) is True
     assert (out / "report.html").read_text(encoding="utf-8") == "new report.html"
     assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
@@ -80,18 +93,8 @@ def test_switch_replaces_a_dedicated_directory_and_keeps_what_appeared_meanwhile
 def test_switch_changes_nothing_when_the_directory_cannot_move(tmp_path, monkeypatch):
     out = staged(tmp_path / "out", text="old ")
     staging = staged(tmp_path / (publish.sibling_prefix(out) + "c" + publish.PARTIAL))
-    real_rename = os.rename
-
-    def busy(*args):
-        raise OSError(errno.EXDEV, "Invalid cross-device link")
-
-    def rename(src, dst, *args, **kwargs):
-        if Path(src) == out:
-            raise OSError(errno.EBUSY, "Device or resource busy", str(src))
-        return real_rename(src, dst, *args, **kwargs)
-
-    monkeypatch.setattr(publish, "rename_exchange", busy)
-    monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(publish, "rename_exchange", exchange_unsupported)
+    cannot_move(monkeypatch, out)
     assert publish.switch(staging, out, OUTPUT_FILES) is False
     monkeypatch.undo()
     assert (out / "report.html").read_text(encoding="utf-8") == "old report.html"
@@ -132,10 +135,13 @@ def test_sibling_prefix_fits_name_max_for_any_name(tmp_path):
     assert long == publish.sibling_prefix(tmp_path / ("é" * 127))  # every build finds the others' folders
 
 
-def test_publish_files_across_file_systems_goes_through_a_folder_inside(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mount", ["another-file-system", "bind-mount"])
+def test_publish_files_into_a_mount_point_goes_through_a_folder_inside(tmp_path, monkeypatch, mount):
+    """Another file system shows another st_dev; a bind mount shows the same one, yet a rename into it
+    from outside fails with EXDEV (simulated: os.replace from the staging folder beside it)."""
     out = staged(tmp_path / "mounted", text="old ")
     staging = staged(tmp_path / (publish.sibling_prefix(out) + "g" + publish.PARTIAL))
-    real_stat = os.stat
+    real_stat, real_replace = os.stat, os.replace
 
     def stat(path, *args, **kwargs):
         result = real_stat(path, *args, **kwargs)
@@ -145,8 +151,27 @@ def test_publish_files_across_file_systems_goes_through_a_folder_inside(tmp_path
             return os.stat_result(fields)
         return result
 
-    monkeypatch.setattr(os, "stat", stat)
+    def replace(src, dst, *args, **kwargs):
+        if Path(src).parent == staging:
+            raise OSError(errno.EXDEV, "Invalid cross-device link", str(src), None, str(dst))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat" if mount == "another-file-system" else "replace",
+                        stat if mount == "another-file-system" else replace)
     publish.publish_files(staging, out, OUTPUT_FILES)
     monkeypatch.undo()
-    assert (out / "report.html").read_text(encoding="utf-8") == "new report.html"
-    assert not [p for p in out.iterdir() if p.name.startswith(publish.INNER_PREFIX)]
+    assert {name: (out / name).read_text(encoding="utf-8") for name in OUTPUT_FILES} == \
+        {name: "new " + name for name in OUTPUT_FILES}
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)  # no staging folder left inside
+
+
+def test_replace_directory_changes_nothing_when_the_directory_cannot_move(tmp_path, monkeypatch):
+    out = staged(tmp_path / "run", text="old ")
+    new = staged(tmp_path / (publish.sibling_prefix(out) + "import-h" + publish.PARTIAL))
+    monkeypatch.setattr(publish, "rename_exchange", exchange_unsupported)
+    cannot_move(monkeypatch, out)
+    with pytest.raises(OSError):
+        publish.replace_directory(new, out)
+    monkeypatch.undo()
+    assert (out / "report.html").read_text(encoding="utf-8") == "old report.html"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["run", new.name])

@@ -12,95 +12,18 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import LONG, cli
+from conftest import CLI_SCRIPT, LONG, TINY_REPORT_NOTEBOOK, alive, cli, descendants
 from capbench_nb.outputs.reportrun import OUTPUT_FILES
 
 # =========================================================================== kill mid-report
 
-#: A minimal report notebook (same parameters, writes metrics.json and summary.md like the real one): the
-#: publishing step is the same, and a kernel running it costs a few seconds instead of a full report.
-TINY_NOTEBOOK = {
-    "nbformat": 4, "nbformat_minor": 5,
-    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-                 "language_info": {"name": "python"}},
-    "cells": [
-        {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
-         "outputs": [], "source": 'run_dir = ""\nout_dir = ""\nreport_dir = ""\nallow_invalid = False\nslices = []\n'},
-        {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
-         "source": "from pathlib import Path\nimport capbench_nb\nfrom capbench_nb.io import atomic\nfrom capbench_nb.outputs import reporting\n"
-                   "run = capbench_nb.load_run(run_dir, strict=not allow_invalid)\n"
-                   "doc = capbench_nb.compute_metrics(run, slices=slices)\n"
-                   "atomic.write_atomic(Path(out_dir) / 'metrics.json', atomic.dumps(doc))\n"
-                   "atomic.write_atomic(Path(out_dir) / 'summary.md', reporting.summary_markdown(doc))\n"},
-    ],
-}
-
-#: build_report with TINY_NOTEBOOK, killed (SIGKILL) right after the first output is renamed into OUT.
-#: A report whose process is SIGKILLed at the commit point of publishing, right after it: with the folder
-#: exchange (``exchange``), or, where the exchange is unsupported, between the fallback's two renames (``renames``).
-_PUBLISH_KILLER = textwrap.dedent("""
-    import errno, os, signal, sys
-    from pathlib import Path
-    from capbench_nb.io import publish
-    from capbench_nb.outputs import reportrun
-    run, out, notebook, mode = sys.argv[1:5]
-    target = Path(out).absolute()
-    if mode == "exchange":
-        real_exchange = publish.rename_exchange
-        def exchange(a, b):
-            real_exchange(a, b)
-            os.kill(os.getpid(), signal.SIGKILL)
-        publish.rename_exchange = exchange
-    else:
-        def unsupported(a, b):
-            raise OSError(errno.EINVAL, "exchange unsupported (test)")
-        publish.rename_exchange = unsupported
-        real_rename = os.rename
-        def rename(src, dst, *args, **kwargs):
-            real_rename(src, dst, *args, **kwargs)
-            if Path(src).absolute() == target:
-                os.kill(os.getpid(), signal.SIGKILL)
-        os.rename = rename
-    reportrun.build_report(run, out, progress=False, notebook=notebook)
-""")
-
-
 def _report_cmd(run: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "capbench_nb.cli", "report", str(run), "--out", str(out), "--no-progress"]
-
-
-def _descendants(pid: int) -> set[int]:
-    found, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                children = Path(f"/proc/{p}/task/{t}/children").read_text().split()
-            except OSError:
-                continue
-            for c in map(int, children):
-                if c not in found:
-                    found.add(c)
-                    todo.append(c)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _outputs(out: Path) -> dict:
@@ -133,7 +56,7 @@ def killed_reports(tmp_path_factory):
     root = tmp_path_factory.mktemp("kill")
     old, new = _two_runs(root)
     notebook = root / "tiny.ipynb"
-    notebook.write_text(json.dumps(TINY_NOTEBOOK), encoding="utf-8")
+    notebook.write_text(json.dumps(TINY_REPORT_NOTEBOOK), encoding="utf-8")
     out = root / "out"
     build_report(old, out, progress=False, notebook=notebook)
     previous = _outputs(out)
@@ -151,13 +74,13 @@ def killed_reports(tmp_path_factory):
         delay = rng.uniform(low, high)
         child = subprocess.Popen(_report_cmd(new, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
-        family = _descendants(child.pid)
+        family = descendants(child.pid)
         child.send_signal(signal.SIGKILL)
         child.wait()
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and any(_alive(p) for p in family):
+        while time.monotonic() < deadline and any(alive(p) for p in family):
             time.sleep(0.2)
-        orphans = [p for p in family if _alive(p)]
+        orphans = [p for p in family if alive(p)]
         for p in orphans:  # processes this test started (through the report): end them by pid
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p, signal.SIGKILL)
@@ -170,8 +93,9 @@ def killed_reports(tmp_path_factory):
     for mode in ("exchange", "renames"):
         target = root / f"publish-out-{mode}"
         shutil.copytree(out_previous, target)
-        proc = subprocess.run([sys.executable, "-c", _PUBLISH_KILLER, str(new), str(target), str(notebook), mode],
-                              check=False, capture_output=True, text=True, timeout=300)
+        env = dict(os.environ, CAPBENCH_TEST_NOTEBOOK=str(notebook), CAPBENCH_TEST_KILL=f"{mode}:{target}")
+        proc = subprocess.run([sys.executable, "-c", CLI_SCRIPT, "report", str(new), "--out", str(target),
+                               "--no-progress"], env=env, check=False, capture_output=True, text=True, timeout=300)
         publish[mode] = {"rc": proc.returncode, "stderr": proc.stderr, "outputs": _outputs(target),
                          "staging": _staging(target), "out": target}
         try:

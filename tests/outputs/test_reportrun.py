@@ -9,17 +9,20 @@ explore notebook).  Each papermill execution takes a few seconds.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
+import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import REPO, SAMPLE_RUN, manifest, outcomes, write_run
+from conftest import REPO, SAMPLE_RUN, TINY_REPORT_NOTEBOOK, manifest, outcomes, write_run
 
 from capbench_nb import compute_metrics, load_run
 from capbench_nb.outputs import reportrun
@@ -336,7 +339,7 @@ def test_bad_input_exits_2_before_any_notebook_runs(tmp_path, monkeypatch, capsy
     def must_not_run(*args, **kwargs):
         raise AssertionError("a notebook ran on bad input")
 
-    monkeypatch.setattr(reportrun, "_execute_notebook", must_not_run)
+    monkeypatch.setattr(reportrun, "execute_notebook", must_not_run)
     run = write_run(tmp_path / "run", manifest([("t1", 2)]), outcomes({"t1": "SA"}))
     with open(run / "results.jsonl", "a", encoding="utf-8") as fh:
         fh.write('{"task_id": "t1", "attempt": ')
@@ -478,3 +481,65 @@ def test_an_output_directory_with_a_name_at_the_file_system_limit(tmp_path):
     assert out.stat().st_ino != first  # the second replaced the first as a whole (a folder swap)
     assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+# --------------------------------------------------------------------------- output directories: mounts, permissions
+
+
+@contextlib.contextmanager
+def bind_mount(source: Path, target: Path, *, read_only: bool = False):
+    """``source`` mounted again at ``target`` (``mount --bind``; root only: the test is skipped otherwise)."""
+    target.mkdir(exist_ok=True)
+    proc = subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"mount --bind is not permitted here: {proc.stderr.strip()}")
+    try:
+        if read_only:
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(target)], check=True, capture_output=True)
+        yield target
+    finally:
+        subprocess.run(["umount", str(target)], check=True, capture_output=True)
+
+
+def test_a_report_into_a_bind_mount(tmp_path):
+    """A rename from the staging folder beside the mount point into it is EXDEV, though both show one st_dev:
+    the outputs go in through a staging folder inside it."""
+    notebook = tmp_path / "tiny.ipynb"
+    notebook.write_text(json.dumps(TINY_REPORT_NOTEBOOK), encoding="utf-8")
+    (tmp_path / "disk").mkdir()
+    with bind_mount(tmp_path / "disk", tmp_path / "mounted") as out:
+        reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=notebook)
+        assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS) and leftovers(out) == []
+        assert verify(SAMPLE_RUN, out) == []
+    assert sorted(p.name for p in (tmp_path / "disk").iterdir()) == sorted(OUTPUTS)
+
+
+def test_a_read_only_run_directory_without_out_says_so(tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE_RUN, tmp_path / "disk")
+    with bind_mount(tmp_path / "disk", run, read_only=True):
+        assert main(["report", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"capbench-nb: error: {run}: the run directory is not writable (Read-only file system); "
+                   "write the outputs elsewhere with --out DIR [rule: output-unwritable]\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk", "run"]
+
+
+def test_an_output_directory_without_write_permission_is_refused_not_swapped(tmp_path):
+    """An empty mode-0555 --out: one line, exit 2, the directory itself unchanged (a swap through its writable
+    parent would replace it).  Root, which may write anywhere, runs the command without CAP_DAC_OVERRIDE."""
+    out = tmp_path / "locked"
+    out.mkdir()
+    out.chmod(0o555)
+    inode = out.stat().st_ino
+    command = [sys.executable, "-m", "capbench_nb.cli", "report", str(SAMPLE_RUN), "--out", str(out)]
+    if os.geteuid() == 0:
+        if not shutil.which("capsh"):
+            pytest.skip("running as root without capsh: cannot drop CAP_DAC_OVERRIDE")
+        command = ["capsh", "--drop=cap_dac_override,cap_dac_read_search", "--", "-c", shlex.join(command)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"capbench-nb: error: {out}: the output directory is not writable (Permission denied) "
+                           "[rule: output-unwritable]\n")
+    assert out.stat().st_ino == inode and list(out.iterdir()) == [] and out.stat().st_mode & 0o777 == 0o555
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["locked"]

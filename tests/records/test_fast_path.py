@@ -456,6 +456,7 @@ def test_explicit_null_sources_read_as_absent(tmp_path):
 @pytest.mark.parametrize("chunk", [2500, 5000, 12000, 1 << 20])
 def test_chunk_boundaries(tmp_path, monkeypatch, chunk):
     monkeypatch.setattr(columnar_reader, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(columnar_reader, "BLOCK_ROWS", 7)  # the chunks' columns joined into blocks too
     lines = []
     for t in range(12):
         for a in range(1, 4):
@@ -474,6 +475,63 @@ def test_a_line_longer_than_a_chunk_falls_back(tmp_path, monkeypatch):
     monkeypatch.setattr(columnar_reader, "CHUNK_BYTES", 300)
     run = write(tmp_path, [full_record("t1", 1), full_record("t1", 2)])
     assert_same_as_exact(run, accepted=False)
+
+
+class _CountingFile:
+    """A file object from ``open_input`` whose ``read``/``readline`` add the bytes they return to ``counted``."""
+
+    def __init__(self, fh, counted: list) -> None:
+        self._fh, self._counted = fh, counted
+
+    def read(self, *args):
+        data = self._fh.read(*args)
+        self._counted.append(len(data))
+        return data
+
+    def readline(self, *args):
+        data = self._fh.readline(*args)
+        self._counted.append(len(data))
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self._fh.__exit__(*exc)
+
+
+def test_a_first_line_too_short_for_a_record_fails_after_one_chunk_unparsed(tmp_path, monkeypatch):
+    """300,000 ``{}`` lines (10 million took 5 GB in pyarrow's parse): the fast path declines its first
+    chunk unparsed (lines shorter than MIN_RECORD_BYTES), and the strict exact path stops at line 1."""
+    import pyarrow.json
+
+    chunk = 64 << 10
+    monkeypatch.setattr(columnar_reader, "CHUNK_BYTES", chunk)
+    run = write(tmp_path, [full_record("t1", 1)])
+    (run / "results.jsonl").write_bytes(b"{}\n" * 300_000)
+    counted: list[int] = []
+    for module in (columnar_reader, exact_reader):
+        opener = module.open_input
+        monkeypatch.setattr(module, "open_input", lambda path, _open=opener: _CountingFile(_open(path), counted))
+    parsed = []
+    read_json = pyarrow.json.read_json
+    monkeypatch.setattr(pyarrow.json, "read_json", lambda *a, **k: parsed.append(1) or read_json(*a, **k))
+    with pytest.raises(InvalidRunError) as info:
+        read_results(run / "results.jsonl", run_dir=run)
+    assert (info.value.rule, info.value.line) == ("missing-field", 1)
+    assert parsed == [] and sum(counted) <= chunk + 3, sum(counted)
+
+
+def test_the_shortest_valid_record_is_not_too_short_for_the_fast_path(tmp_path):
+    """MIN_RECORD_BYTES is a lower bound: a line with only the required keys, compact, is accepted."""
+    line = b'{"task_id":"x","attempt":1,"success":true,"agent_eligible":true,"failure_class":""}'
+    assert len(line) >= columnar_reader.MIN_RECORD_BYTES
+    run = write(tmp_path, [full_record("x", 1)])
+    (run / "results.jsonl").write_bytes(line + b"\n")
+    assert_same_as_exact(run, accepted=True)
 
 
 # --------------------------------------------------------------------------- metrics: the same either way

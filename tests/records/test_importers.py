@@ -367,6 +367,9 @@ def _inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     not_run = tmp_path / "not-a-run"
     not_run.mkdir()
     (not_run / "notes.txt").write_text("mine")
+    no_logs = tmp_path / "no-logs"
+    no_logs.mkdir()
+    (no_logs / "notes.txt").write_text("not a log")
     return {
         "tau missing file": (["tau-bench", str(tmp_path / "nope.json")], "no such"),
         "tau not json": (["tau-bench", put("x.json", "[{oops")], "not valid JSON"),
@@ -379,7 +382,7 @@ def _inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "inspect no eval": (["inspect", put("log2.json", '{"samples": []}')], "no 'eval'"),
         "inspect bad zip": (["inspect", put("log.eval", "PK\x03\x04 not really")], "zip"),
         "inspect same log twice": (["inspect", str(ERROR_JSON), str(ERROR_JSON)], "given twice"),
-        "inspect a directory": (["inspect", str(tmp_path)], "directory"),
+        "inspect a directory": (["inspect", str(no_logs)], "a directory with no .eval or .json log in it"),
         "force on a non-run": (["tau-bench", str(TAU), "--force", "--out", str(not_run)], "holds no run"),
         "non-empty out": (["tau-bench", str(TAU), "--out", str(not_run)], "not empty"),
     }

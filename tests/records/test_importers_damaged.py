@@ -38,6 +38,7 @@ DATA = TESTS / "data"
 TAU = DATA / "taubench" / "gpt-4o-airline.trials.jsonl"
 CLEAN_EVAL = DATA / "inspect" / "mock_pass_k_clean.eval"
 ERROR_JSON = DATA / "inspect" / "mock_pass_k_with_error.json"
+TAU2 = DATA / "tau2" / "grok-3-airline-4x4.json"
 
 needs_eval_reader = pytest.mark.skipif(not eval_reader_available(),
                                        reason="reading zstd .eval logs needs the optional extra capbench-nb[inspect]")
@@ -160,6 +161,21 @@ def raw_with(doc: dict, path: tuple, literal: str) -> str:
 
 TAU_LINES = TAU.read_text().splitlines()
 BIG = "9" * 5000
+
+
+def small_tau2() -> dict:
+    """The real tau2 results cut to 2 tasks x 2 trials, 3 messages each, the domain's policy and tools dropped."""
+    doc = json.loads(TAU2.read_text())
+    ids = [t["id"] for t in doc["tasks"][:2]]
+    doc["info"]["environment_info"] = {"domain_name": doc["info"]["environment_info"]["domain_name"]}
+    doc["info"]["num_trials"] = 2
+    doc["tasks"] = doc["tasks"][:2]
+    doc["simulations"] = [dict(s, messages=s["messages"][:3]) for s in doc["simulations"]
+                          if s["task_id"] in ids and s["trial"] < 2]
+    return doc
+
+
+SMALL_TAU2 = small_tau2()
 
 # --------------------------------------------------------------------------- the cases issue 14 lists
 
@@ -316,8 +332,9 @@ SOURCES = {
     "tau": ("tau-bench", "trials.jsonl", TAU_BYTES),
     "json": ("inspect", "log.json", JSON_BYTES),
     "eval": ("inspect", "log.eval", EVAL_BYTES),
+    "tau2": ("tau2-bench", "results.json", json.dumps(SMALL_TAU2, indent=1).encode()),
 }
-SOURCE_PARAMS = ["tau", "json", pytest.param("eval", marks=needs_eval_reader)]
+SOURCE_PARAMS = ["tau", "json", pytest.param("eval", marks=needs_eval_reader), "tau2"]
 
 
 @pytest.mark.parametrize("which", SOURCE_PARAMS)
@@ -410,6 +427,22 @@ def test_each_inspect_field_type_swapped(tmp_path, swap):
     assert sum(counts.values()) >= len(FIELD_PATHS) // len(SWAPS)
 
 
+TAU2_FIELDS = [p for p in paths_of(SMALL_TAU2, depth=4)
+               if not (p[0] in ("tasks", "simulations") and len(p) > 2 and p[1] != 0)]
+TAU2_FIELDS += [("simulations", 0, "messages", 0, key) for key in ("role", "usage", "tool_calls")]
+TAU2_FIELDS += [("simulations", 1, "messages", 2, "usage", "prompt_tokens"), ("simulations", 1, "duration")]
+
+
+@pytest.mark.parametrize("swap", range(len(SWAPS)), ids=SWAP_IDS)
+def test_each_tau2_field_type_swapped(tmp_path, swap):
+    """Every field of the results (info, one task, one simulation in full) with a value of another JSON type;
+    each field gets one of the swaps in turn (every swap with CAPBENCH_FUZZ=long)."""
+    assert ("simulations", 0, "reward_info", "reward") in TAU2_FIELDS and ("info", "num_trials") in TAU2_FIELDS
+    for i, path in enumerate(TAU2_FIELDS):
+        if LONG or i % len(SWAPS) == swap:
+            outcome(tmp_path / "w", "tau2-bench", put(tmp_path / "results.json", mutated(SMALL_TAU2, path, SWAPS[swap])))
+
+
 @pytest.mark.parametrize("swap", range(len(SWAPS)), ids=SWAP_IDS)
 def test_each_taubench_field_type_swapped(tmp_path, swap):
     base = {"task_id": 3, "trial": 1, "reward": 0.5, "info": {"error": "boom", "traceback": "tb"}, "traj": []}
@@ -451,6 +484,13 @@ def test_any_json_value_in_any_taubench_field(tmp_path_factory, path, value, lis
     first = json.loads(TAU_LINES[0])
     text = _with_big_literals([first, trial]) if listed else json.dumps(first) + "\n" + _with_big_literals(trial)
     outcome(work, "tau-bench", put(work / "trials.json", text))
+
+
+@fuzz(60, 2000)
+@given(path=st.sampled_from(TAU2_FIELDS), value=JSON_VALUES)
+def test_any_json_value_in_any_tau2_field(tmp_path_factory, path, value):
+    work = tmp_path_factory.mktemp("any")
+    outcome(work, "tau2-bench", put(work / "results.json", _with_big_literals(mutated(SMALL_TAU2, path, value))))
 
 
 def test_deep_nesting_in_a_record(tmp_path):
@@ -540,7 +580,7 @@ def test_zip64_archive_is_counted_too(tmp_path, monkeypatch):
     assert rc == 2 and rule_of(err) == "eval-too-many-members", err
 
 
-@pytest.mark.parametrize("which", ["tau", "json"])
+@pytest.mark.parametrize("which", ["tau", "json", "tau2"])
 def test_json_log_above_the_size_limit_is_refused_unread(tmp_path, monkeypatch, which):
     source, name, data = SOURCES[which]
     monkeypatch.setattr(limits, "MAX_IMPORT_LOG_BYTES", len(data) - 1)
@@ -559,13 +599,39 @@ def test_the_limits_are_documented():
     assert limits.MAX_EVAL_MEMBERS == 200_000
 
 
-@pytest.mark.parametrize("source", ["inspect", "tau-bench"])
+@pytest.mark.parametrize("source", ["inspect", "tau-bench", "tau2-bench"])
 def test_a_fifo_or_device_as_the_log_does_not_hang(tmp_path, source):
     fifo = tmp_path / "log.fifo"
     os.mkfifo(fifo)
     for path in (fifo, Path("/dev/zero")):
         rc, err = outcome(tmp_path / "w", source, path)
         assert rc == 2 and rule_of(err) == "import-unreadable" and "not a regular file" in err, err
+
+
+def test_tau2_folders_hold_the_same_promise(tmp_path, monkeypatch):
+    """A folder of results files and tau2's dir format: special files are never opened for reading, a
+    damaged simulation file is named, the files together stay within MAX_IMPORT_LOG_BYTES."""
+    files = tmp_path / "files"
+    put(files / "a.json", SMALL_TAU2)
+    os.mkfifo(files / "b.json")  # skipped with a note: not a regular file
+    rc, err = outcome(tmp_path / "w", "tau2-bench", files)
+    assert rc == 0, err
+    monkeypatch.setattr(limits, "MAX_IMPORT_LOG_BYTES", (files / "a.json").stat().st_size - 1)
+    rc, err = outcome(tmp_path / "w", "tau2-bench", files)
+    assert rc == 2 and rule_of(err) == "import-too-large", err
+    monkeypatch.undo()
+    folder = tmp_path / "dir"
+    put(folder / "results.json", {k: v for k, v in SMALL_TAU2.items() if k != "simulations"})
+    for i, sim in enumerate(SMALL_TAU2["simulations"]):
+        put(folder / "simulations" / f"{i}.json", sim)
+    assert outcome(tmp_path / "w", "tau2-bench", folder)[0] == 0
+    put(folder / "simulations" / "1.json", json.dumps(SMALL_TAU2["simulations"][1])[:-9])
+    rc, err = outcome(tmp_path / "w", "tau2-bench", folder)
+    assert rc == 2 and str(folder / "simulations" / "1.json") in err and "not valid JSON" in err, err
+    (folder / "simulations" / "1.json").unlink()
+    os.mkfifo(folder / "simulations" / "1.json")
+    rc, err = outcome(tmp_path / "w", "tau2-bench", folder)
+    assert rc == 2 and rule_of(err) == "import-unreadable" and "not a regular file" in err, err
 
 
 def test_nan_sources_still_import(tmp_path):

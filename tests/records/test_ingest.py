@@ -7,9 +7,11 @@ data/sample-run re-derived from its artifacts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -153,6 +155,47 @@ def test_force_without_existing_file_makes_no_backup(tmp_path):
     assert not list(run.glob("results.jsonl.bak*"))
 
 
+@contextlib.contextmanager
+def nearly_full_disk(path: Path):
+    """``path``: a 1 MiB tmpfs (root only), or None where mounting is not permitted."""
+    path.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)], capture_output=True).returncode:
+        yield None
+        return
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+@pytest.mark.parametrize("full_at", ["backup", "results"])
+def test_force_on_a_full_disk_leaves_no_backup_and_the_file_as_it_was(tmp_path, monkeypatch, capsys, full_at):
+    """The disk fills while the backup is copied (a real 1 MiB tmpfs holding a 600 KB results.jsonl, or
+    where it cannot be mounted a copy failing with ENOSPC halfway), or while the new results.jsonl is
+    written: one line, exit 2, results.jsonl unchanged, neither a .bak nor a temporary file beside it."""
+    import errno
+
+    from capbench_nb.io import atomic
+    from capbench_nb.records import ingest
+
+    def full(*args, **kwargs):
+        if full_at == "backup":
+            args[1].write(args[0].read(4096))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with nearly_full_disk(tmp_path / "disk") if full_at == "backup" else contextlib.nullcontext() as disk:
+        run = simple_run((disk or tmp_path) / "run")
+        (run / "results.jsonl").write_bytes(b'{"old": "results"}\n' * 32_000)
+        before = snapshot(run)
+        if full_at == "results":
+            monkeypatch.setattr(ingest, "write_atomic", full)
+        elif disk is None:
+            monkeypatch.setattr(atomic.shutil, "copyfileobj", full)
+        assert main(["ingest", str(run), "--force"]) == 2
+        assert capsys.readouterr().err == "capbench-nb: error: No space left on device [rule: os-error]\n"
+        assert snapshot(run) == before
+
+
 def test_out_elsewhere_leaves_the_run_untouched(tmp_path):
     run = simple_run(tmp_path / "run")
     (run / "results.jsonl").write_bytes(b"existing\n")  # --out does not care about it
@@ -286,6 +329,16 @@ def test_allow_invalid_evidence_dropped_when_attempt_json_unreadable(tmp_path):
     ingest_run(run, allow_invalid=True, progress=False)
     bad = [r for r in read_lines(run / "results.jsonl") if r["attempt"] == 2][0]
     assert bad["evidence"] == [] and bad["ingest_error"]["rule"] == "artifact-json"
+
+
+def test_allow_invalid_attempt_directory_named_by_a_digit_int_refuses(tmp_path):
+    """"²" is a digit to ``str.isdigit`` but no number to ``int``: the ids cannot be told (no traceback)."""
+    run = simple_run(tmp_path / "run")
+    (run / "attempts" / "t1" / "2").rename(run / "attempts" / "t1" / "²")
+    (run / "attempts" / "t1" / "²" / "attempt.json").write_text("{")
+    with pytest.raises(InvalidRunError) as info:
+        ingest_run(run, allow_invalid=True, progress=False)
+    assert info.value.rule == "artifact-ids"
 
 
 def test_allow_invalid_with_nothing_broken_equals_strict(tmp_path):

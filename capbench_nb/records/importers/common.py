@@ -11,6 +11,7 @@ every record, every evidence reference), and only then renamed into place.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -26,7 +27,8 @@ from urllib.parse import quote
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import limits
 from capbench_nb.io.atomic import current_umask, dumps, write_atomic
-from capbench_nb.io.files import open_input
+from capbench_nb.io import interrupts, publish
+from capbench_nb.io.files import inside, open_input
 from capbench_nb.io.jsonparse import (JsonMessages, find_surrogate, json_error, json_type_name, max_int_digits,
                                       size_text, surrogate_message)
 from capbench_nb.io.pointer import escape_token
@@ -53,6 +55,7 @@ __all__ = [
     "sha256_hex",
     "too_large",
     "unit_score",
+    "with_notes",
     "write_imported_run",
 ]
 
@@ -75,6 +78,13 @@ class ImportReport:
     attempts: int
     ineligible: int
     replaced: bool = False
+    #: What the import decided for the user to know (files skipped, retried logs, epochs), one line each.
+    notes: tuple[str, ...] = ()
+
+
+def with_notes(report: ImportReport, notes: list[str] | tuple[str, ...]) -> ImportReport:
+    """``report`` with ``notes`` added (the CLI prints each on stderr)."""
+    return dataclasses.replace(report, notes=report.notes + tuple(notes)) if notes else report
 
 
 @dataclass
@@ -315,8 +325,9 @@ def _sort_key(record: dict) -> tuple:
     return (record["task_id"].encode("utf-8", "surrogatepass"), record["attempt"])
 
 
-def _check_output(out: Path, force: bool) -> bool:
-    """Whether ``out`` holds a run that will be replaced; refuse what must not be touched."""
+def _check_output(out: Path, force: bool, sources: tuple = ()) -> bool:
+    """Whether ``out`` holds a run that will be replaced; refuse what must not be touched (``sources``
+    inside a run that would be replaced among it)."""
     if not out.exists():
         return False
     if not out.is_dir():
@@ -330,18 +341,39 @@ def _check_output(out: Path, force: bool) -> bool:
         raise InvalidRunError(str(out), "output-exists",
                               "the output directory is not empty and holds no run (no manifest.json); "
                               "--force only replaces a run directory")
+    real_out = os.path.realpath(out)
+    for source in sources:
+        if inside(os.path.realpath(source), real_out):
+            raise InvalidRunError(str(source), "import-source-in-output",
+                                  f"the input is inside {out}, the run directory --force would replace (and delete); "
+                                  "move or copy it out first")
     return True
 
 
+def _discard(path: Path) -> None:
+    """Remove a staging folder or a replaced run; a symlink (an ``--out`` that was one) goes, its target stays."""
+    if os.path.islink(path):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def write_imported_run(out: str | os.PathLike, manifest: dict, attempts: list[ImportedAttempt], *,
-                       force: bool = False) -> ImportReport:
+                       force: bool = False, sources: tuple | list = ()) -> ImportReport:
     """Write a complete run directory at ``out`` from a manifest and imported attempts.
 
     The same inputs give the same bytes: records sorted by task (UTF-8 bytes)
     then attempt, canonical JSON, nothing from the clock.  Everything is
-    written into a temporary sibling directory, validated as ``load_run``
-    would (evidence included), then renamed to ``out``.  An existing ``out``
-    must be empty, or (with ``force``) a run directory, which is replaced.
+    written into a staging folder beside ``out`` (locked while the import runs),
+    validated as ``load_run`` would (evidence included), then put in place:
+    renamed to ``out``, or exchanged with it in one step
+    (:func:`~capbench_nb.io.publish.replace_directory`), so that ``out`` never
+    goes missing.  An existing ``out`` must be empty, or (with ``force``) a run
+    directory, which is replaced; the input files ``sources`` must not be inside
+    it then.  First, what killed imports left beside ``out`` is cleaned up, and a
+    run a kill left moved aside is put back (:func:`~capbench_nb.io.publish.recover`).
+    A signal during the switch is held until it is done.
 
     Raises
     ------
@@ -350,11 +382,16 @@ def write_imported_run(out: str | os.PathLike, manifest: dict, attempts: list[Im
     """
     out = Path(out)
     validate_manifest(manifest, file=str(out / MANIFEST))
-    replace = _check_output(out, force)
+    publish.recover(out)
+    replace = _check_output(out, force, tuple(sources))
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{out.name}.import-"))
+    tmp = held = old = None
     try:
+        with interrupts.deferred():  # the staging folder exists only once the clean-up below owns it
+            tmp = Path(tempfile.mkdtemp(dir=parent, prefix=publish.sibling_prefix(out) + "import-",
+                                        suffix=publish.PARTIAL))
+            held = publish.lock(tmp)
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp made it 0700
         records = []
         for item in sorted(attempts, key=lambda a: _sort_key(a.record)):
@@ -373,20 +410,18 @@ def write_imported_run(out: str | os.PathLike, manifest: dict, attempts: list[Im
                                       line=exc.line) from None
 
         write_atomic(tmp / RESULTS, "".join(record_line(r) for r in records), check=check)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(dir=parent, prefix=f".{out.name}.replaced-"))
-            os.rmdir(old)
-            os.rename(out, old)
-            os.rename(tmp, out)
-            if old.is_symlink():  # --out named a symlink: the link goes, its target stays
-                old.unlink()
+        interrupts.pause_point("import")
+        with interrupts.deferred():
+            if os.path.lexists(out):
+                old = publish.replace_directory(tmp, out)
             else:
-                shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+                os.rename(tmp, out)
+    finally:
+        if held is not None:
+            os.close(held)
+        for path in (tmp, old):  # the staging folder, or after a switch the previous run
+            if path is not None:
+                _discard(path)
     ineligible = sum(1 for r in records if not r["agent_eligible"])
     tasks = len(manifest["plan"]["tasks"])
     return ImportReport(path=out, tasks=tasks, attempts=len(records), ineligible=ineligible, replaced=replace)

@@ -18,16 +18,16 @@ attempt, ``eval.config.epochs`` -> planned repeats, the chosen scorer's value
 -> success (:func:`score_outcome`), an errored epoch -> an ``unknown``,
 ineligible attempt with evidence ``record.json#/error``, ``model_usage`` ->
 token telemetry, ``working_time`` (else ``total_time``) -> ``task_wall_ms``,
-scalar sample metadata -> plan-task labels.
+scalar sample metadata -> plan-task labels.  Which logs and samples are read (folders, eval sets,
+eval_retry chains) is :mod:`~capbench_nb.records.importers.inspect_sources`'s; how a score becomes
+an outcome (``--scorer NAME.KEY`` for dict values) :mod:`~capbench_nb.records.importers.inspect_scores`'s.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 import struct
-import sys
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,7 +38,9 @@ from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import MAX_REPEATS, MAX_SAFE_NUMBER, RUN_SCHEMA_VERSION, is_safe_number, limits
 from capbench_nb.io.jsonparse import JsonMessages
-from capbench_nb.records.importers import common, eval_archive, inspect_header
+from capbench_nb.records.importers import common, eval_archive, inspect_header, inspect_sources
+from capbench_nb.records.importers.inspect_scores import (SampleError, ScorerChoice, choose_scorer, outcome_fields,
+                                                          score_outcome)
 
 __all__ = ["import_inspect", "read_log", "score_outcome", "eval_reader_available", "EXTRA_HINT"]
 
@@ -53,14 +55,6 @@ MAX_LABEL_CHARS = 200
 _RESERVED_LABELS = ("task_id", "repeats")
 _STATUS = {"success": "completed", "started": "partial", "error": "aborted", "cancelled": "aborted"}
 
-# inspect_ai's value_to_float(): CORRECT "C" = 1, INCORRECT "I" = 0, PARTIAL "P" = 0.5, NOANSWER "N" = 0.
-_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
-_WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
-#: A numeric score string: ASCII digits with at most one decimal point (what inspect's check lets through
-#: and ``float()`` reads).
-_DECIMAL = re.compile(r"[0-9]+\.?[0-9]*|\.[0-9]+", re.ASCII)
-
-
 @dataclass
 class InspectLog:
     """One log as read: its header parts and its samples (source order)."""
@@ -70,14 +64,6 @@ class InspectLog:
     sha256: str
     header: dict
     samples: list[dict] = field(repr=False)
-
-
-class _BadSample(Exception):
-    """A sample value no attempt can be made of: the message, and the rule (raised with the log's file named)."""
-
-    def __init__(self, message: str, rule: str = "inspect-format") -> None:
-        super().__init__(message)
-        self.rule = rule
 
 
 def _bad(file: str, message: str, *, rule: str = "inspect-format", line: int | None = None) -> InvalidRunError:
@@ -212,75 +198,6 @@ def _json_log(file: str, raw: bytes) -> tuple[dict, list]:
 # --------------------------------------------------------------------------- mapping
 
 
-def _value_to_float(value: Any) -> float | None:
-    """inspect_ai's ``value_to_float``, except that what it cannot convert (it warns and uses 0) is None."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, int):
-        try:
-            return float(value)
-        except OverflowError:  # an integer beyond any float (up to 4300 digits): a huge finite number
-            return sys.float_info.max if value > 0 else -sys.float_info.max
-    if isinstance(value, float):
-        return value
-    if isinstance(value, str):
-        if value in _LETTERS:
-            return _LETTERS[value]
-        low = value.lower()
-        if low in _WORDS:
-            return _WORDS[low]
-        if _DECIMAL.fullmatch(value):  # ASCII digits only ("²" and "①" are refused before: _attempt)
-            return float(value)
-    return None
-
-
-def score_outcome(value: Any) -> tuple[str, float | None]:
-    """How one score value maps to an outcome: ``("success" | "failure" | "invalid", quality_score)``.
-
-    - ``"C"`` success (quality 1); ``"I"`` and ``"N"`` failure (0); ``"P"``
-      failure (0.5): inspect's letters, converted as its ``value_to_float``;
-    - booleans, numbers and numeric strings (``"yes"``/``"true"``,
-      ``"no"``/``"false"`` too): success when within 1e-6 of 1 (inspect's
-      pass_at counts exactly 1.0 as correct); quality the value when it lies
-      in [0, 1], else null;
-    - a NaN (or infinite) score: ``"invalid"`` (no valid evaluation);
-    - any other value (an unknown string, null): failure with quality null
-      (inspect converts it to 0 with a warning).
-    """
-    number = _value_to_float(value)
-    if number is None:
-        return "failure", None
-    if not math.isfinite(number):
-        return "invalid", None
-    if abs(number - 1.0) <= common.SUCCESS_TOLERANCE:
-        return "success", common.unit_score(number)
-    return "failure", common.unit_score(number)
-
-
-def _scorer_names(log: InspectLog) -> list[str]:
-    scorers = log.header["eval"].get("scorers")
-    names = [s.get("name") for s in scorers or [] if isinstance(s, dict) and isinstance(s.get("name"), str)]
-    if not names:  # older logs: the names used in the samples' scores
-        for sample in log.samples:
-            scores = sample.get("scores")
-            for name in scores if isinstance(scores, dict) else ():
-                if name not in names:
-                    names.append(name)
-    return names
-
-
-def _choose_scorer(log: InspectLog, wanted: str | None) -> str:
-    names = _scorer_names(log)
-    if wanted is not None:
-        if wanted not in names:
-            raise _bad(log.file, f"no scorer {wanted!r} in this log; it has {', '.join(map(repr, names)) or 'none'}",
-                       rule="inspect-scorer")
-        return wanted
-    if not names:
-        raise _bad(log.file, "the log names no scorer and no sample has a score", rule="inspect-scorer")
-    return names[0]
-
-
 def _count(value: Any) -> int | None:
     """A token count: an integer (or integral float) in [0, 2**53-1], else None (unknown)."""
     if isinstance(value, float) and value.is_integer():
@@ -297,7 +214,7 @@ def _telemetry(sample: dict) -> tuple[dict, dict]:
         if seconds is None:
             continue
         if not (is_safe_number(seconds) and is_safe_number(ms := round(seconds * 1000.0, 3))):
-            raise _BadSample(f"{key} must be a number of seconds from 0 to 2**53-1 ms, "
+            raise SampleError(f"{key} must be a number of seconds from 0 to 2**53-1 ms, "
                              f"found {common.describe(seconds)}")
         if "task_wall_ms" not in values:
             values["task_wall_ms"] = ms
@@ -325,47 +242,21 @@ def _check_messages(messages: Any) -> None:
     if messages is None:
         return
     if not isinstance(messages, list):
-        raise _BadSample(f"messages must be a list, found {common.describe(messages)}")
+        raise SampleError(f"messages must be a list, found {common.describe(messages)}")
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise _BadSample(f"messages[{i}] must be an object, found {common.describe(message)}")
+            raise SampleError(f"messages[{i}] must be an object, found {common.describe(message)}")
         calls = message.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
-            raise _BadSample(f"messages[{i}].tool_calls must be a list (or null), found {common.describe(calls)}")
+            raise SampleError(f"messages[{i}].tool_calls must be a list (or null), found {common.describe(calls)}")
 
 
-def _attempt(task_id: str, sample: dict, scorer: str) -> common.ImportedAttempt:
-    epoch = sample["epoch"]
-    rec = common.base_record(task_id, epoch)
+def _attempt(task_id: str, sample: dict, scorer: ScorerChoice) -> common.ImportedAttempt:
+    rec = common.base_record(task_id, sample["epoch"])
     values, sources = _telemetry(sample)
     rec["telemetry"].update(values)
     rec["telemetry_source"] = sources
-    scores = sample.get("scores")
-    score = scores.get(scorer) if isinstance(scores, dict) else None
-    if sample.get("error"):
-        # An exception ended the epoch (solver, tool, sandbox, provider or scorer): no fair outcome,
-        # and no telling whose fault it was.  inspect drops it from its reducers too.
-        rec.update(agent_eligible=False, failure_class="unknown", evidence=[common.RECORD_FILE + "#/error"])
-    elif not isinstance(score, dict) or "value" not in score:
-        where = "#" + common.pointer("scores") if "scores" in sample else "#"
-        rec.update(agent_eligible=False, failure_class="unknown", evidence=[common.RECORD_FILE + where])
-    else:
-        value = score["value"]
-        if isinstance(value, (dict, list)):
-            raise _BadSample(f"score {scorer!r} has a {type(value).__name__} value; only single values (C/I/P/N, "
-                             "numbers, booleans, strings) are supported", rule="inspect-score-value")
-        if isinstance(value, str) and value.replace(".", "").isnumeric() and not _DECIMAL.fullmatch(value):
-            # inspect's value_to_float takes it for a number and float() raises: inspect itself fails here
-            raise _BadSample(f"score {scorer!r} has the value {common.describe(value)}, numeric to str.isnumeric() "
-                             "but no number float() reads (inspect's value_to_float fails on it too)",
-                             rule="inspect-score-value")
-        outcome, quality = score_outcome(value)
-        if outcome == "invalid":
-            rec.update(agent_eligible=False, failure_class="evaluation", failure_stage="evaluation",
-                       evidence=[common.RECORD_FILE + "#" + common.pointer("scores", scorer, "value")])
-        else:
-            success = outcome == "success"
-            rec.update(success=success, failure_class="" if success else "agent", quality_score=quality)
+    rec.update(outcome_fields(sample, scorer))
     source = {k: v for k, v in sample.items() if k not in OMITTED_SAMPLE_KEYS}
     return common.ImportedAttempt(rec, source)
 
@@ -416,72 +307,94 @@ def _one_or_joined(values: list[str]) -> str:
     return distinct[0] if len(distinct) == 1 else "+".join(distinct)
 
 
-def _collect_samples(logs: list[InspectLog], scorer: str | None,
-                     multi: bool) -> tuple[dict[str, dict], list[common.ImportedAttempt], list[str]]:
-    """The plan (task id -> repeats, samples, source), the attempts and the scorer chosen per log.
+def _epochs(log: InspectLog) -> int:
+    """The log's planned epochs, after checking them and the types of its sample ids and epochs."""
+    ev = log.header["eval"]
+    epochs = (ev.get("config") or {}).get("epochs", 1)
+    if epochs is None:
+        epochs = 1
+    if type(epochs) is not int or epochs < 1:
+        raise _bad(log.file, f"eval.config.epochs must be an integer >= 1, found {common.describe(epochs)}")
+    if epochs > MAX_REPEATS:
+        raise _bad(log.file, f"eval.config.epochs is {common.describe(epochs)}, above the limit of {MAX_REPEATS} "
+                             "planned repeats (MAX_REPEATS)", rule="repeats-too-large")
+    dataset_ids = (ev.get("dataset") or {}).get("sample_ids")
+    order = list(dataset_ids) if isinstance(dataset_ids, list) else []
+    for i, sid in [(None, sid) for sid in order] + [(i, s.get("id")) for i, s in enumerate(log.samples)]:
+        if not _valid_id(sid):
+            what = "eval.dataset.sample_ids" if i is None else f"sample {i}"
+            raise _bad(log.file, f"{what}: sample id {common.describe(sid)} is not an integer or non-empty string")
+    for i, sample in enumerate(log.samples):
+        epoch = sample.get("epoch")
+        if type(epoch) is not int or not 1 <= epoch <= MAX_SAFE_NUMBER:
+            raise _bad(log.file, f"sample {i} ({common.describe(sample.get('id'))}): epoch must be an integer from 1 "
+                                 f"to 2**53-1, found {common.describe(epoch)}")
+    return epochs
+
+
+def _plan_log(plan: dict[str, dict], log: InspectLog, epochs: int, prefix: str) -> None:
+    """Add the log's samples to the plan: dataset order, then the samples not listed there, sorted by id."""
+    ev = log.header["eval"]
+    dataset_ids = (ev.get("dataset") or {}).get("sample_ids")
+    order = list(dataset_ids) if isinstance(dataset_ids, list) else []
+    listed = set(order)
+    extra = sorted({s["id"] for s in log.samples if s["id"] not in listed}, key=_sample_sort_key)
+    for sid in order + extra:
+        task_id = prefix + str(sid)
+        entry = plan.get(task_id)
+        if entry is None:
+            plan[task_id] = {"repeats": epochs, "samples": [], "task": ev.get("task"), "file": log.file, "id": sid}
+        elif entry["repeats"] != epochs:
+            raise _bad(log.file, f"task {task_id!r} is planned with {epochs} epoch(s) here and "
+                       f"{entry['repeats']} in {entry['file']}", rule="inspect-epochs")
+        elif entry["id"] != sid:
+            raise _bad(log.file, f"sample ids {common.describe(entry['id'])} and {common.describe(sid)} "
+                                 f"both read as task {task_id!r}")
+
+
+def _duplicate(key: tuple, log: InspectLog, other: InspectLog) -> InvalidRunError:
+    return _bad(log.file, f"sample {common.describe(key[0])} epoch {key[1]} is also in {other.file}",
+                rule="duplicate-attempt")
+
+
+def _collect_samples(logs: list[InspectLog], kept: dict[int, list[dict]], epochs: list[int], scorer: str | None,
+                     multi: bool) -> tuple[dict[str, dict], list[common.ImportedAttempt], list[ScorerChoice]]:
+    """The plan (task id -> repeats, samples, source), the attempts of the samples that stand
+    (``kept``, by log position; ``epochs`` per log, from :func:`_epochs`), and the scorer chosen per log.
 
     Raises InvalidRunError for epochs or sample ids of the wrong type, a task planned with different
-    epochs in two logs, a (sample, epoch) given twice, or a score value that is a dict or a list.
+    epochs in two logs, a (sample, epoch) given twice, or a score value no outcome can be read from.
     """
     plan: dict[str, dict] = {}  # task_id -> {"repeats", "samples": [...], "file"}
     attempts: list[common.ImportedAttempt] = []
-    where: dict[tuple[str, int], str] = {}
-    scorers: list[str] = []
-    for log in logs:
+    where: dict[tuple[str, int], InspectLog] = {}
+    scorers: list[ScorerChoice] = []
+    for position, log in enumerate(logs):
         ev = log.header["eval"]
-        epochs = (ev.get("config") or {}).get("epochs", 1)
-        if epochs is None:
-            epochs = 1
-        if type(epochs) is not int or epochs < 1:
-            raise _bad(log.file, f"eval.config.epochs must be an integer >= 1, found {common.describe(epochs)}")
-        if epochs > MAX_REPEATS:
-            raise _bad(log.file, f"eval.config.epochs is {common.describe(epochs)}, above the limit of {MAX_REPEATS} "
-                                 "planned repeats (MAX_REPEATS)", rule="repeats-too-large")
-        chosen = _choose_scorer(log, scorer)
+        chosen = choose_scorer(log.file, log.header, log.samples, scorer)
         scorers.append(chosen)
         prefix = f"{ev.get('task')}/" if multi else ""
-        dataset_ids = (ev.get("dataset") or {}).get("sample_ids")
-        order = list(dataset_ids) if isinstance(dataset_ids, list) else []
-        for i, sid in [(None, sid) for sid in order] + [(i, s.get("id")) for i, s in enumerate(log.samples)]:
-            if not _valid_id(sid):
-                what = "eval.dataset.sample_ids" if i is None else f"sample {i}"
-                raise _bad(log.file, f"{what}: sample id {common.describe(sid)} is not an integer or non-empty string")
-        listed = set(order)
-        extra = sorted({s["id"] for s in log.samples if s["id"] not in listed}, key=_sample_sort_key)
-        for sid in order + extra:
+        _plan_log(plan, log, epochs[position], prefix)
+        for sample in kept[position]:
+            sid, epoch = sample["id"], sample["epoch"]
             task_id = prefix + str(sid)
-            entry = plan.get(task_id)
-            if entry is None:
-                plan[task_id] = {"repeats": epochs, "samples": [], "task": ev.get("task"), "file": log.file, "id": sid}
-            elif entry["repeats"] != epochs:
-                raise _bad(log.file, f"task {task_id!r} is planned with {epochs} epoch(s) here and "
-                           f"{entry['repeats']} in {entry['file']}", rule="inspect-epochs")
-            elif entry["id"] != sid:
-                raise _bad(log.file, f"sample ids {common.describe(entry['id'])} and {common.describe(sid)} "
-                                     f"both read as task {task_id!r}")
-        for i, sample in enumerate(log.samples):
-            sid, epoch = sample.get("id"), sample.get("epoch")
-            if type(epoch) is not int or not 1 <= epoch <= MAX_SAFE_NUMBER:
-                raise _bad(log.file, f"sample {i} ({common.describe(sid)}): epoch must be an integer from 1 to "
-                                     f"2**53-1, found {common.describe(epoch)}")
-            task_id = prefix + str(sid)
-            key = (task_id, epoch)
-            if key in where:
-                raise _bad(log.file, f"sample {common.describe(sid)} epoch {epoch} is also in "
-                                     f"{where[key]}", rule="duplicate-attempt")
-            where[key] = log.file
+            if (task_id, epoch) in where:
+                raise _duplicate((sid, epoch), log, where[(task_id, epoch)])
+            where[(task_id, epoch)] = log
             try:
                 attempts.append(_attempt(task_id, sample, chosen))
-            except _BadSample as exc:
+            except SampleError as exc:
                 raise _bad(log.file, f"sample {common.describe(sid)} epoch {epoch}: {exc}", rule=exc.rule) from None
             plan[task_id]["samples"].append(sample)
     return plan, attempts, scorers
 
 
-def _manifest(logs: list[InspectLog], model: str, scorers: list[str], plan_tasks: list[dict]) -> dict[str, Any]:
-    """The run's manifest: status, run id, suite and versions from the logs, the plan, the import provenance."""
+def _manifest(logs: list[InspectLog], model: str, scorers: list[ScorerChoice], plan_tasks: list[dict],
+              kept: dict[int, list[dict]], older: set[int]) -> dict[str, Any]:
+    """The run's manifest: status (of each eval_retry chain's newest log), run id, suite and versions
+    from the logs, the plan, the import provenance (with the samples a newer log replaced, if any)."""
     evs = [log.header["eval"] for log in logs]
-    statuses = [_STATUS.get(log.header.get("status"), "partial") for log in logs]
+    statuses = [_STATUS.get(log.header.get("status"), "partial") for i, log in enumerate(logs) if i not in older]
     status = "aborted" if "aborted" in statuses else "partial" if "partial" in statuses else "completed"
     run_ids = sorted({str(ev.get("run_id")) for ev in evs})
     if len(run_ids) == 1 and evs[0].get("run_id"):
@@ -501,7 +414,7 @@ def _manifest(logs: list[InspectLog], model: str, scorers: list[str], plan_tasks
     manifest.update({
         "status": status,
         "runner": {"name": "inspect_ai", **({"version": _one_or_joined(versions)} if versions else {})},
-        "config": {"model": model, "scorer": _one_or_joined(scorers)},
+        "config": {"model": model, "scorer": _one_or_joined([choice.label for choice in scorers])},
         "plan": {"repeats_override": None, "k": min(t["repeats"] for t in plan_tasks), "tasks": plan_tasks},
         "import": {
             "from": "inspect_ai",
@@ -509,7 +422,9 @@ def _manifest(logs: list[InspectLog], model: str, scorers: list[str], plan_tasks
             "toolkit_version": __version__,
             "sources": [{"file": Path(log.file).name, "sha256": log.sha256, "format": log.format,
                          "eval_id": log.header["eval"].get("eval_id"), "task": log.header["eval"].get("task"),
-                         "status": log.header.get("status"), "samples": len(log.samples)} for log in logs],
+                         "status": log.header.get("status"), "samples": len(log.samples),
+                         **({"replaced_by_newer": len(log.samples) - len(kept[i])} if i in older else {})}
+                        for i, log in enumerate(logs)],
             "record_file": common.RECORD_FILE,
             "record_omits": list(OMITTED_SAMPLE_KEYS),
         },
@@ -524,28 +439,32 @@ def import_inspect(
     scorer: str | None = None,
     force: bool = False,
 ) -> common.ImportReport:
-    """Import one or more inspect_ai logs (``.json`` or ``.eval``) as a run directory at ``out``.
+    """Import inspect_ai logs (``.json`` or ``.eval`` files, or folders of them) as a run directory at ``out``.
 
     Several logs make one run when they evaluate one model: logs of one task
-    are merged (each (sample, epoch) may appear once); with several tasks,
-    task ids become ``<task>/<sample id>`` and the plan gets an
-    ``inspect_task`` label.  The logs are taken in the order of their
-    ``eval.created`` time, so the order of ``paths`` does not matter.
+    are merged (each (sample, epoch) may appear once, except that in an
+    eval_retry chain the newest log wins); with several tasks, task ids
+    become ``<task>/<sample id>`` and the plan gets an ``inspect_task``
+    label, each task planned with its own log's epochs.  The logs are taken
+    in the order of their ``eval.created`` time, so the order of ``paths``
+    does not matter.  What the import decided is in the report's ``notes``.
 
     Parameters
     ----------
     scorer : str, optional
-        The scorer whose value decides success; default: the first scorer the
-        log lists (``eval.scorers``).
+        The scorer whose value decides success (``NAME``, or ``NAME.KEY`` for
+        one key of a dict-valued score); default: the first scorer the log
+        lists (``eval.scorers``).
     force : bool, default False
         Replace a previous run directory at ``out``.
 
     Raises
     ------
     InvalidRunError
-        Unreadable logs, a missing ``.eval`` reader, logs of different models,
-        duplicate (sample, epoch), conflicting epochs for one task, score
-        values that are dicts or lists, or an output that must not be replaced.
+        Unreadable logs, a folder without logs, a missing ``.eval`` reader,
+        logs of different models, duplicate (sample, epoch), conflicting
+        epochs for one task, a dict score without a key chosen, list values,
+        or an output that must not be replaced.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -556,7 +475,8 @@ def import_inspect(
 
 
 def _import(paths: list, out: str | os.PathLike, scorer: str | None, force: bool) -> common.ImportReport:
-    logs = sorted((read_log(p) for p in paths), key=_created)
+    files, notes, sides = inspect_sources.log_paths(paths)
+    logs = sorted((read_log(p) for p in files), key=_created)
     seen_files: dict[str, str] = {}
     for log in logs:
         if log.sha256 in seen_files:
@@ -569,7 +489,9 @@ def _import(paths: list, out: str | os.PathLike, scorer: str | None, force: bool
     tasks = sorted({str(log.header["eval"].get("task")) for log in logs})
     multi = len(tasks) > 1
 
-    plan, attempts, scorers = _collect_samples(logs, scorer, multi)
+    epochs = [_epochs(log) for log in logs]
+    kept, retry_notes, older = inspect_sources.newest_samples(logs, lambda s: (s["id"], s["epoch"]), _duplicate)
+    plan, attempts, scorers = _collect_samples(logs, kept, epochs, scorer, multi)
     if not plan:
         raise _bad(logs[0].file, "the log has no samples and no dataset sample ids")
     reserved = _RESERVED_LABELS + (("inspect_task",) if multi else ())
@@ -581,5 +503,8 @@ def _import(paths: list, out: str | os.PathLike, scorer: str | None, force: bool
         task.update(_labels(sorted(entry["samples"], key=lambda s: s["epoch"]), reserved))
         plan_tasks.append(task)
 
-    manifest = _manifest(logs, models[0], scorers, plan_tasks)
-    return common.write_imported_run(out, manifest, attempts, force=force)
+    notes += inspect_sources.side_notes(sides, {str(log.header["eval"].get("task_id")) for log in logs})
+    notes += retry_notes
+    notes += [note] if (note := inspect_sources.epochs_note(plan)) else []
+    manifest = _manifest(logs, models[0], scorers, plan_tasks, kept, older)
+    return common.with_notes(common.write_imported_run(out, manifest, attempts, force=force, sources=paths), notes)

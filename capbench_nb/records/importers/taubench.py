@@ -81,7 +81,9 @@ def read_trials(path: str | os.PathLike) -> tuple[list[tuple[int | None, dict]],
     if doc is not None and not (isinstance(doc, dict) and "task_id" in doc):
         shown = f"an object with keys {common.describe(sorted(doc)[:6])}" if isinstance(doc, dict) \
             else common.describe(doc)
-        raise _bad(file, f"expected a JSON list of trials or one trial object per line, found {shown}")
+        hint = ("; a tau2-bench results file? use `capbench-nb import tau2-bench`"
+                if isinstance(doc, dict) and "simulations" in doc and "info" in doc else "")
+        raise _bad(file, f"expected a JSON list of trials or one trial object per line, found {shown}{hint}")
     trials = []
     for lineno, line in enumerate(text.split("\n"), start=1):  # "\n" only: U+2028 or \x85 may be inside a string
         if not line.strip():
@@ -236,4 +238,4 @@ def _import(file: str, out: str | os.PathLike, *, force: bool, suite: str | None
             "record_file": common.RECORD_FILE,
         },
     }
-    return common.write_imported_run(out, manifest, attempts, force=force)
+    return common.write_imported_run(out, manifest, attempts, force=force, sources=[file])
