@@ -37,6 +37,14 @@ _EXPORTS = {
     "per_task": ".metrics.rates",
     "attempt_counts": ".metrics.rates",
     "telemetry_aggregates": ".metrics.telemetry",
+    "selection_metrics": ".metrics.selection",
+    "TaskMean": ".metrics.health",
+    "ClusteredError": ".metrics.health",
+    "task_health": ".metrics.health",
+    "inconsistent_share": ".metrics.health",
+    "mean_quality_score": ".metrics.health",
+    "all_attempts_pass_rate": ".metrics.health",
+    "clustered_se": ".metrics.health",
     "prefix_curve": ".metrics.curves",
     "unbiased_curve": ".metrics.curves",
     "wilson_interval": ".metrics.stats",
@@ -66,6 +74,16 @@ if TYPE_CHECKING:  # static analysers see the eager imports
         per_task,
     )
     from capbench_nb.metrics.telemetry import telemetry_aggregates
+    from capbench_nb.metrics.selection import selection_metrics
+    from capbench_nb.metrics.health import (
+        ClusteredError,
+        TaskMean,
+        all_attempts_pass_rate,
+        clustered_se,
+        inconsistent_share,
+        mean_quality_score,
+        task_health,
+    )
     from capbench_nb.metrics.curves import prefix_curve, unbiased_curve
     from capbench_nb.records.recorder import RunRecorder
     from capbench_nb.metrics.slices import metrics_by, register_slice
@@ -111,6 +129,14 @@ __all__ = [
     "per_task",
     "attempt_counts",
     "telemetry_aggregates",
+    "selection_metrics",
+    "TaskMean",
+    "ClusteredError",
+    "task_health",
+    "inconsistent_share",
+    "mean_quality_score",
+    "all_attempts_pass_rate",
+    "clustered_se",
     "prefix_curve",
     "unbiased_curve",
     "wilson_interval",

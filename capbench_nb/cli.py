@@ -27,6 +27,7 @@ from capbench_nb.io import publish
 from capbench_nb.outputs.export import write_metrics
 from capbench_nb.records.run import load_run
 from capbench_nb.metrics.comparison import WARNING_CODES, blocking_warnings, check_warning_kinds
+from capbench_nb.metrics.health import QUARANTINE_THRESHOLD, check_quarantine_threshold
 from capbench_nb.metrics.slices import UnknownSliceError
 from capbench_nb.outputs.verification import verify
 
@@ -60,11 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("metrics", help="compute every metric and write DIR/metrics.json")
     _add_run_args(p)
     _add_slice_arg(p)
+    _add_health_args(p)
     p = sub.add_parser("verify", help="recompute from the raw results and report each disagreement with the outputs")
     _add_run_args(p)
+    _add_threshold_arg(p, default=None, note="default: the threshold metrics.json records")
     p = sub.add_parser("report", help="execute the report notebook: DIR/report.html, report.ipynb, summary.md, metrics.json")
     _add_run_args(p)
     _add_slice_arg(p)
+    _add_health_args(p)
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="papermill's progress bar on stderr (default: only on a terminal)")
     p = sub.add_parser("compare", help="paired comparison of two runs: DIR/comparison.json, .md, .html")
@@ -101,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to create (must not exist, or be empty)")
     p.add_argument("--artifacts", action="store_true",
                    help="write attempts/<task>/<attempt>/ artifacts (then derive results.jsonl with ingest)")
+    p.add_argument("--selector", type=_probability, default=None, metavar="ACCURACY",
+                   help="also write selection.jsonl: a best-of-k selector whose pick succeeds with this probability "
+                        "on a task with a success among attempts 1..k (its truth goes into simulation.json)")
     _add_import_parser(sub)
     return parser
 
@@ -142,6 +149,26 @@ def _add_slice_arg(p: argparse.ArgumentParser) -> None:
                    help="also report metrics per value of DIM, a plan label or config key (repeatable)")
 
 
+def _add_health_args(p: argparse.ArgumentParser) -> None:
+    _add_threshold_arg(p, default=QUARANTINE_THRESHOLD, note=f"default {QUARANTINE_THRESHOLD}")
+    p.add_argument("--cluster", dest="clusters", action="append", default=[], metavar="DIM",
+                   help="also give the cluster-robust standard error of all_attempts_pass_rate with tasks grouped "
+                        "by DIM, a plan label or config key (repeatable)")
+
+
+def _add_threshold_arg(p: argparse.ArgumentParser, *, default: float | None, note: str) -> None:
+    p.add_argument("--quarantine-threshold", dest="quarantine_threshold", type=_threshold, default=default,
+                   metavar="T", help="a task is a quarantine candidate when its environment plus evaluation attempts "
+                                     f"are at least T of its counted attempts, 0 < T <= 1 ({note})")
+
+
+def _threshold(text: str) -> float:
+    try:
+        return check_quarantine_threshold(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc) if "threshold" in str(exc) else f"{text!r} is not a number") from None
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -152,10 +179,21 @@ def _positive(text: str) -> int:
     return value
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1], got {text}")
+    return value
+
+
 def _cmd_metrics(args: argparse.Namespace) -> int:
     run = load_run(args.run_dir, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
-    path = write_metrics(run, args.out, slices=_unique(args.slices))
-    invalid = int((run.anomalies["kind"] == "invalid_line").sum())
+    path = write_metrics(run, args.out, slices=_unique(args.slices), quarantine_threshold=args.quarantine_threshold,
+                         clusters=_unique(args.clusters))
+    invalid = int(run.anomalies["kind"].isin(["invalid_line", "invalid_selection_line"]).sum())  # either file
     if invalid:
         print(f"{PROG}: warning: {invalid} invalid line(s) skipped and listed under anomalies", file=sys.stderr)
     print(path)
@@ -163,7 +201,8 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    problems = verify(args.run_dir, args.out, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
+    problems = verify(args.run_dir, args.out, strict=not args.allow_invalid, skip_evidence=args.skip_evidence,
+                      quarantine_threshold=args.quarantine_threshold)
     out = one_line(Path(args.out) if args.out else Path(args.run_dir))  # a path may hold a newline too
     return _disagreements(problems, f"{out} and the raw results", f"the outputs in {out} agree with the raw results")
 
@@ -184,7 +223,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     try:
         path = build_report(args.run_dir, args.out, allow_invalid=args.allow_invalid,
-                            skip_evidence=args.skip_evidence, slices=_unique(args.slices), progress=args.progress)
+                            skip_evidence=args.skip_evidence, slices=_unique(args.slices),
+                            quarantine_threshold=args.quarantine_threshold, clusters=_unique(args.clusters),
+                            progress=args.progress)
     except ReportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_REPORT
@@ -236,12 +277,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _invalid_lines(out: Path) -> int:
-    """``anomaly_counts.invalid_line`` of the metrics.json just written (0 if unreadable)."""
+    """Invalid lines of results.jsonl and selection.jsonl in the metrics.json just written (0 if unreadable)."""
     import json
 
     try:
         doc = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
-        return int(doc["anomaly_counts"]["invalid_line"])
+        counts = doc["anomaly_counts"]
+        return int(counts["invalid_line"]) + int(counts.get("invalid_selection_line", 0))
     except (OSError, ValueError, KeyError, TypeError):
         return 0
 
@@ -271,7 +313,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from capbench_nb.simulation.writer import simulate_run
 
-    path = simulate_run(args.out, tasks=args.tasks, repeats=args.repeats, seed=args.seed, artifacts=args.artifacts)
+    selector = {} if args.selector is None else {"selector_accuracy": args.selector}  # absent: the same bytes as before
+    path = simulate_run(args.out, tasks=args.tasks, repeats=args.repeats, seed=args.seed, artifacts=args.artifacts,
+                        **selector)
     print(path)
     return EXIT_OK
 

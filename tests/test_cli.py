@@ -598,6 +598,28 @@ def test_unknown_slice_is_one_line_exit_2(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
+def test_quarantine_threshold_and_clusters_are_recorded_and_verified(tmp_path, capsys):
+    assert main(["metrics", str(SAMPLE_RUN), "--out", str(tmp_path), "--quarantine-threshold", "0.7",
+                 "--cluster", "app", "--cluster", "app", "--cluster", "model"]) == 0
+    text = (tmp_path / "metrics.json").read_text()
+    assert text == dumps(cb.compute_metrics(cb.load_run(SAMPLE_RUN), quarantine_threshold=0.7, clusters=["app", "model"]))
+    doc = json.loads(text)
+    assert doc["provenance"]["options"]["quarantine_threshold"] == 0.7 and doc["health"]["quarantine"] == []
+    assert list(doc["health"]["all_attempts_pass_rate"]["clustered"]) == ["app", "model"]
+    capsys.readouterr()
+    assert main(["verify", str(SAMPLE_RUN), "--out", str(tmp_path)]) == 0  # the file's threshold and clusters
+    assert main(["verify", str(SAMPLE_RUN), "--out", str(tmp_path), "--quarantine-threshold", "0.5"]) == 1
+    out = capsys.readouterr().out
+    assert "#/health/quarantine_threshold: found 0.7, recomputed 0.5" in out and "#/health/quarantine/0" in out
+    for bad in ("0", "1.5", "nan", "half"):
+        with pytest.raises(SystemExit) as exc:
+            main(["metrics", str(SAMPLE_RUN), "--out", str(tmp_path / "x"), "--quarantine-threshold", bad])
+        assert exc.value.code == 2
+    assert "--quarantine-threshold" in capsys.readouterr().err
+    assert main(["metrics", str(SAMPLE_RUN), "--out", str(tmp_path / "y"), "--cluster", "colour"]) == 2
+    assert "unknown slice dimension 'colour'" in capsys.readouterr().err and not (tmp_path / "y" / "metrics.json").exists()
+
+
 def test_verify_reports_a_slice_it_cannot_recompute(tmp_path, capsys):
     run = cb.load_run(SAMPLE_RUN)
     cb.register_slice("family", lambda r: r.plan["task_id"].str.split(".").str[0])

@@ -46,14 +46,17 @@ def test_import_costs_no_pandas_and_the_report_path_no_scipy():
 
 
 @pytest.mark.parametrize("name", ["pass_at_1", "pass_at_k", "pass_hat_k", "oracle_best_score_at_k", "per_task",
-                                  "attempt_counts", "telemetry_aggregates", "prefix_curve", "unbiased_curve"])
+                                  "attempt_counts", "telemetry_aggregates", "prefix_curve", "unbiased_curve",
+                                  "task_health", "inconsistent_share", "mean_quality_score", "all_attempts_pass_rate"])
 def test_every_metric_function_takes_a_loaded_run(name):
     from conftest import SAMPLE_RUN
 
     run = capbench_nb.load_run(SAMPLE_RUN)
     function = getattr(capbench_nb, name)
     table_form = {"plan": run.plan, **({"k": run.k} if name not in ("attempt_counts", "telemetry_aggregates",
-                                                                     "unbiased_curve", "pass_at_1") else {})}
+                                                                     "unbiased_curve", "pass_at_1",
+                                                                     "mean_quality_score",
+                                                                     "all_attempts_pass_rate") else {})}
     by_run, by_table = function(run), function(run.attempts, **table_form)
     if hasattr(by_run, "equals"):
         assert by_run.equals(by_table)

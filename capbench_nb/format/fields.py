@@ -22,6 +22,7 @@ from capbench_nb.format.vocabulary import (
 __all__ = [
     "Field", "RECORD", "RECORD_TELEMETRY", "RECORD_FIELDS", "RECORD_CHECK_ORDER", "RECORD_COLUMNS",
     "RECORD_DTYPES", "CLASS_VOCABULARY", "MANIFEST_FIELDS", "PLAN_FIELDS", "PLAN_TASK", "ARTIFACT",
+    "SELECTION_FIELDS", "SELECTOR_FIELDS",
 ]
 
 _EXPECTED = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
@@ -218,6 +219,37 @@ PLAN_TASK = (
     Field("repeats", "integer", required=True, minimum=1, maximum=MAX_REPEATS, type_rule="repeats",
           low_rule="repeats", high_rule="repeats-too-large",
           description="planned repeats (not required with repeats_override)"),
+)
+
+#: One line of the optional selection.jsonl (spec section 9), in the order its fields are checked
+#: (``records.selection``); an absent optional key reads as null, any other key is kept and ignored.
+SELECTION_FIELDS = (
+    Field("task_id", "string", required=True, pandas_dtype="string",
+          description="a task of the plan (selection-task-not-in-plan), unique in the file (selection-duplicate-task)"),
+    Field("candidates", "array", required=True, items="integer", pandas_dtype="object",
+          type_rule="selection-candidates", type_message="candidates must be a list of integers, not {value}",
+          description="the attempt numbers the selector was shown: distinct integers in [1, 2**53-1], each with a "
+                      "record in results.jsonl (selection-candidate-missing)"),
+    Field("selected", "integer", required=True, nullable=True, pandas_dtype="Int64", type_rule="selection-selected",
+          type_message="selected must be an attempt number or null, not {type} {value}",
+          description="the attempt it picked, one of candidates; null when it abstained (the key is required)"),
+    Field("scores", "object", nullable=True, items="number", pandas_dtype="object", type_rule="selection-scores",
+          type_message="scores must be null or an object of numbers, not {value}",
+          description="optional: attempt number as a decimal string -> the selector's score, one key per candidate"),
+    Field("selector", "object", required=True, type_rule="selection-selector",
+          description='{"name": string, "version": string}, the same on every line'),
+    _number("selector_ms", integer=False, pandas="Float64", arrow=None, description="the selector's wall time"),
+    _number("selector_tokens", integer=True, pandas="Int64", arrow=None, description="tokens the selector used"),
+    _number("selector_cost", integer=False, pandas="Float64", arrow=None,
+            description="null unless selector_cost_source is set (selection-cost-needs-source)"),
+    Field("selector_cost_source", "string", nullable=True, pandas_dtype="string",
+          description="a versioned price source"),
+)
+
+#: The ``selector`` object of a selection line.
+SELECTOR_FIELDS = (
+    Field("selector.name", "string", required=True, type_rule="selection-selector", description="the selector"),
+    Field("selector.version", "string", required=True, type_rule="selection-selector", description="its version"),
 )
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from capbench_nb.format.fields import ARTIFACT, MANIFEST_FIELDS, PLAN_FIELDS, PLAN_TASK, RECORD, RECORD_TELEMETRY, Field
+from capbench_nb.format.fields import (
+    ARTIFACT, MANIFEST_FIELDS, PLAN_FIELDS, PLAN_TASK, RECORD, RECORD_TELEMETRY, SELECTION_FIELDS, SELECTOR_FIELDS, Field,
+)
 from capbench_nb.format.limits import LIMITS, MAX_SAFE_NUMBER
 from capbench_nb.format.rules import CHECKS, INVARIANTS
 from capbench_nb.format.telemetry import TELEMETRY
@@ -89,7 +91,7 @@ def render() -> str:
         " do not edit by hand. -->",
         "",
         "The tables below are the format description the readers, the derivation and this page are made"
-        " from (spec: `run-format.md`, sections 2-5 and 8).",
+        " from (spec: `run-format.md`, sections 2-5, 8 and 9).",
         "",
         "## Versions and vocabularies",
         "",
@@ -125,6 +127,12 @@ def render() -> str:
     out += _table(("field", "range", "rules"), [(f"`{f.name}`", _limits(f), _rules(f)) for f in RECORD_TELEMETRY])
     out += ["## Attempt artifacts", "", "Values the derivation type-checks (`*`: every index of an array).", ""]
     out += _fields(ARTIFACT, dtypes=False)
+    out += ["## selection.jsonl: best-of-k with a selector (optional)", "",
+            "One line per task the selector was run on, checked in this order; line rules as for results.jsonl."
+            " An invalid line is an error, or with the allow-invalid option an `invalid_selection_line` anomaly.",
+            ""]
+    out += _fields(SELECTION_FIELDS, dtypes=False)
+    out += _fields(SELECTOR_FIELDS, dtypes=False)
     out += ["## Every other rule", ""]
     out += _table(("rule", "concerns", "refuses unless"), [(f"`{c.id}`", c.file, c.description) for c in CHECKS])
     return "\n".join(out).rstrip("\n") + "\n"

@@ -60,7 +60,10 @@ B minus A, ``(b_only - a_only) / n_pairs``, Newcombe's (1998) hybrid score
 interval (method 10, :func:`~capbench_nb.metrics.stats.paired_difference_interval`) and
 the exact McNemar test (:func:`~capbench_nb.metrics.stats.mcnemar_exact`).  With no
 paired task, difference, interval and p-value are null; with paired tasks but
-no discordant one, the p-value is 1.
+no discordant one, the p-value is 1.  When both runs have a selection file
+(best-of-k with a selector, spec section 9) and the same k, ``selected@k`` is
+paired too: the tasks entering both runs' selection metrics, each task's outcome
+whether its run's selector picked a success.
 
 Telemetry deltas
 ----------------
@@ -91,10 +94,12 @@ import pandas as pd
 from capbench_nb._version import __version__
 from capbench_nb.io.pointer import EvidenceError
 from capbench_nb.metrics.prepare import as_bool, counted_attempts, prefix_outcomes
+from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import mcnemar_exact, paired_difference_interval
 from capbench_nb.records.evidence import EvidenceResolver
 from capbench_nb.records.outcome import judge_enabled
 from capbench_nb.records.run import MANIFEST, RESULTS, Run
+from capbench_nb.format import SELECTION
 
 __all__ = [
     "COMPARISON_SCHEMA_VERSION",
@@ -483,6 +488,15 @@ def _paired(run_a: Run, run_b: Run, k_paired: int, confidence: float) -> tuple[d
             "a_only": [str(t) for t, x, y in zip(tasks, a, b) if x and not y],
             "b_only": [str(t) for t, x, y in zip(tasks, a, b) if y and not x],
         }
+    if run_a.selection is not None and run_b.selection is not None and run_a.k == run_b.k:
+        # best-of-k with a selector (spec section 9): tasks entering in both runs, each its own selector's pick
+        picks_a, picks_b = (selection_metrics(r).per_task.set_index("task_id")["selected_success"]
+                            for r in (run_a, run_b))
+        tasks = [t for t in run_a.plan["task_id"].astype(object) if t in picks_a.index and t in picks_b.index]
+        a, b = (p.reindex(tasks).to_numpy(dtype=bool) for p in (picks_a, picks_b))
+        paired["selected@k"] = _paired_entry(int(run_a.k), a, b, confidence)
+        flips["selected@k"] = {"a_only": [str(t) for t, x, y in zip(tasks, a, b) if x and not y],
+                               "b_only": [str(t) for t, x, y in zip(tasks, a, b) if y and not x]}
     return paired, flips
 
 
@@ -542,6 +556,16 @@ def _telemetry(run_a: Run, run_b: Run, common: list[str], *, seed: int, n_boot: 
 
 # =========================================================================== the document
 
+_SELECTION_PAIRING = ("selected@k: tasks entering the selection metrics of both runs (k-eligible, candidates "
+                      "exactly 1..k, the same k in both; spec section 9); a task's outcome is whether its run's "
+                      "selector picked a successful attempt")
+
+
+def _input_hashes(run: Run) -> dict:
+    """A run's input hashes: manifest.json, results.jsonl, and selection.jsonl only when it has one."""
+    return {MANIFEST: run.hashes[MANIFEST], RESULTS: run.hashes[RESULTS],
+            **({SELECTION: run.hashes[SELECTION]} if SELECTION in run.hashes else {})}
+
 
 def compare_runs(run_a: Run, run_b: Run, *, seed: int = 0, n_boot: int = 2000, confidence: float = 0.95) -> dict:
     """The comparison.json document of run B against run A (differences are B minus A).
@@ -566,7 +590,8 @@ def compare_runs(run_a: Run, run_b: Run, *, seed: int = 0, n_boot: int = 2000, c
         ``warnings`` ``[{"code", "message", "details"}]``, ``unchecked``),
         ``tasks`` (``common``, ``only_in_a``, ``only_in_b``), ``k`` (``a``,
         ``b``, ``paired``), ``paired`` (per metric ``pass@1``, ``pass@k``,
-        ``pass^k``: ``k, n_pairs, both, a_only, b_only, neither, a_value,
+        ``pass^k``, and ``selected@k`` when both runs have a selection file and
+        the same k: ``k, n_pairs, both, a_only, b_only, neither, a_value,
         b_value, difference, ci_low, ci_high, method, mcnemar_p``), ``flips``
         (per metric, task ids ``a_only`` and ``b_only``), ``telemetry``
         (``task_wall_ms``, ``total_tokens``: ``n_pairs, n_tasks, a_median,
@@ -611,14 +636,12 @@ def compare_runs(run_a: Run, run_b: Run, *, seed: int = 0, n_boot: int = 2000, c
             "telemetry": f"median(B) - median(A) over paired eligible attempts (same task and attempt number, "
                          f"eligible in both runs, value non-null in both); {level} percentile bootstrap "
                          f"resampling tasks with replacement, numpy default_rng(seed)",
+            **({"selection": _SELECTION_PAIRING} if "selected@k" in paired else {}),
         },
         "provenance": {
             "toolkit": "capbench-nb",
             "toolkit_version": __version__,
-            "inputs": {
-                "a": {MANIFEST: run_a.hashes[MANIFEST], RESULTS: run_a.hashes[RESULTS]},
-                "b": {MANIFEST: run_b.hashes[MANIFEST], RESULTS: run_b.hashes[RESULTS]},
-            },
+            "inputs": {"a": _input_hashes(run_a), "b": _input_hashes(run_b)},
             "options": {"seed": seed, "n_boot": n_boot, "confidence": confidence,
                         "allow_invalid": {"a": not run_a.strict, "b": not run_b.strict}},
         },

@@ -11,12 +11,14 @@ import pandas as pd
 from capbench_nb._version import __version__
 from capbench_nb.records.run import MANIFEST, RESULTS, Run
 from capbench_nb.metrics.curves import prefix_rates, unbiased_curve
+from capbench_nb.metrics.health import QUARANTINE_THRESHOLD, check_quarantine_threshold, health_document
 from capbench_nb.metrics.prepare import counted_attempts, prepare, shared_preparation
 from capbench_nb.metrics.rates import attempt_counts, per_task
 from capbench_nb.metrics.registry import METRICS
+from capbench_nb.metrics.selection import selection_document
 from capbench_nb.metrics.slices import slices_document
 from capbench_nb.metrics.telemetry import telemetry_aggregates
-from capbench_nb.format import ANOMALY_KINDS, METRICS_SCHEMA_VERSION
+from capbench_nb.format import ANOMALY_KINDS, METRICS_SCHEMA_VERSION, SELECTION, SELECTION_ANOMALIES
 
 __all__ = ["compute_metrics"]
 
@@ -88,7 +90,7 @@ def _anomaly_entries(anomalies: pd.DataFrame) -> list[dict]:
     ):
         texts = shared.get((kind, reason, rule))
         if texts is None:
-            texts = (kind, reason if kind != "invalid_line" else f"{reason} [rule: {rule}]")
+            texts = (kind, reason if kind not in ("invalid_line", *SELECTION_ANOMALIES) else f"{reason} [rule: {rule}]")
             if len(shared) < 65536:
                 shared[(kind, reason, rule)] = texts
         out.append({"kind": texts[0], "task_id": _scalar(tid), "attempt": _scalar(att), "line": int(line),
@@ -114,21 +116,28 @@ def _curves(attempts, plan, k: int) -> dict:
     }
 
 
-def compute_metrics(run: Run, *, slices: tuple[str, ...] | list[str] = ()) -> dict:
+def compute_metrics(run: Run, *, slices: tuple[str, ...] | list[str] = (),
+                    quarantine_threshold: float = QUARANTINE_THRESHOLD,
+                    clusters: tuple[str, ...] | list[str] = ()) -> dict:
     """Every metric of spec section 6 for ``run``, as the metrics.json document.
 
     The result depends only on the two input files, ``run.strict`` and the
-    requested slice dimensions: no clock, no paths, no environment.  Keys
+    requested options (slice dimensions, quarantine threshold, cluster
+    dimensions): no clock, no paths, no environment.  Keys
     follow spec section 7, plus ``suite``, ``status``, ``judge``,
     ``anomaly_counts``, per-task ``k_eligible``, ``curves`` (pass@j and pass^j
-    from planned prefixes, and the unbiased estimators beside them) and
-    ``slices`` (one list per requested dimension).
+    from planned prefixes, and the unbiased estimators beside them),
+    ``slices`` (one list per requested dimension) and ``health`` (spec section
+    11: :func:`capbench_nb.metrics.health.health_document`, with the
+    cluster-robust standard error for each of ``clusters``).
     """
+    health = {"quarantine_threshold": check_quarantine_threshold(quarantine_threshold),
+              "clusters": list(dict.fromkeys(clusters))}
     with shared_preparation():  # one pass of preparation for every metric below
-        return _document(run, slices)
+        return _document(run, slices, health)
 
 
-def _document(run: Run, slices) -> dict:
+def _document(run: Run, slices, health: dict) -> dict:
     plan, k = run.plan, run.k
     attempts = counted_attempts(run.records, plan=plan)
     observed = int((prepare(attempts, plan).count() > 0).sum())
@@ -148,14 +157,19 @@ def _document(run: Run, slices) -> dict:
         "telemetry": telemetry_aggregates(attempts, plan=plan),
         "per_task": _per_task_entries(per_task(attempts, plan=plan, k=k)),
         "anomalies": _anomaly_entries(run.anomalies),
-        "anomaly_counts": {kind: int(counts.get(kind, 0)) for kind in ANOMALY_KINDS},
+        # invalid_selection_line only when there is a selection file: a run without one keeps its bytes
+        "anomaly_counts": {kind: int(counts.get(kind, 0)) for kind in ANOMALY_KINDS
+                           if run.selection is not None or kind not in SELECTION_ANOMALIES},
         "curves": _curves(attempts, plan, k),
         "slices": slices_document(run, slices),
+        "health": health_document(run, **health),
+        **({"selection": selection_document(run)} if run.selection is not None else {}),  # spec section 9
         "provenance": {
             "toolkit": "capbench-nb",
             "toolkit_version": __version__,
-            "inputs": {MANIFEST: run.hashes[MANIFEST], RESULTS: run.hashes[RESULTS]},
+            "inputs": {MANIFEST: run.hashes[MANIFEST], RESULTS: run.hashes[RESULTS],
+                       **({SELECTION: run.hashes[SELECTION]} if run.selection is not None else {})},
             "evidence_checked": run.evidence_checked,
-            "options": {"allow_invalid": not run.strict, "slices": list(slices)},
+            "options": {"allow_invalid": not run.strict, "slices": list(slices), **health},
         },
     }

@@ -2,7 +2,8 @@
 
 Each entry is a :class:`Metric`: a function of ``(attempts, plan, k)`` that
 returns a :class:`~capbench_nb.metrics.rates.Rate`, a
-:class:`~capbench_nb.metrics.rates.ScoreMean`, or a list of them (one per j of
+:class:`~capbench_nb.metrics.rates.ScoreMean`, a
+:class:`~capbench_nb.metrics.health.TaskMean`, or a list of them (one per j of
 a curve), and a set of property tags from :data:`TAGS`.  The tags are claims
 that ``tests/metrics/test_common.py`` checks on every metric that makes them
 (in the manner of scikit-learn's ``sklearn/metrics/tests/test_common.py``); a
@@ -20,6 +21,7 @@ from typing import Callable
 import pandas as pd
 
 from capbench_nb.metrics.curves import prefix_rates, unbiased_curve
+from capbench_nb.metrics.health import TaskMean, all_attempts_pass_rate, inconsistent_share, mean_quality_score
 from capbench_nb.metrics.rates import Rate, ScoreMean, oracle_best_score_at_k, pass_at_1, pass_at_k, pass_hat_k
 
 __all__ = ["TAGS", "Metric", "REGISTRY", "METRICS", "register", "metrics_with"]
@@ -35,7 +37,7 @@ TAGS = {
     "interval_holds_value": "every non-null value lies in its Wilson interval, inside [0, 1]",
 }
 
-Result = Rate | ScoreMean | list
+Result = Rate | ScoreMean | TaskMean | list
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class Metric:
     name : str
         Its name (``pass@1``, ``pass^j``, ...).
     function : callable
-        ``function(attempts, plan, k)`` returns a Rate, a ScoreMean or a list of them.
+        ``function(attempts, plan, k)`` returns a Rate, a ScoreMean, a TaskMean or a list of them.
     tags : frozenset of str
         Properties from :data:`TAGS`.
     headline : bool
@@ -122,6 +124,12 @@ register("pass^j", lambda attempts, plan, k: [hat for _, _, hat in prefix_rates(
 register("unbiased pass@j", _unbiased("pass@j"),
          tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"))
 register("unbiased pass^j", _unbiased("pass^j"),
+         tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"))
+# Task health (spec section 11): metrics.json's ``health`` block.
+register("inconsistent_share", lambda attempts, plan, k: inconsistent_share(attempts, plan=plan, k=k), tags=_RATE)
+register("mean_quality_score", lambda attempts, plan, k: mean_quality_score(attempts, plan=plan),
+         tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"))
+register("all_attempts_pass_rate", lambda attempts, plan, k: all_attempts_pass_rate(attempts, plan=plan),
          tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"))
 
 #: The headline metrics (the ``metrics`` object of metrics.json, in this order): name to function of (attempts, plan, k).

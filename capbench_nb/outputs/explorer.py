@@ -1,7 +1,8 @@
 """The explorer of report.html: every planned task, its attempts and their evidence, as page data.
 
 :func:`page_data` gathers what the explorer shows from the metrics document (``per_task``: counts,
-first success, cost to first success, oracle score; never recomputed) and from the loaded run (each
+first success, cost to first success, oracle score; ``health.per_task``: consistency,
+ineligibility, quarantine; never recomputed) and from the loaded run (each
 counted attempt's outcome, stage, quality score, telemetry, evidence and artifact files).
 :func:`explorer_html` renders it as one JSON data island (``<script type="application/json">``,
 with ``<``, ``>``, ``&``, U+2028 and U+2029 as ``\\u`` escapes) followed by the page's own small
@@ -48,6 +49,7 @@ import pandas as pd
 
 from capbench_nb.format import CLASS_KEYS, FAILURE_STAGES, TELEMETRY
 from capbench_nb.io.pointer import EvidenceError
+from capbench_nb.metrics.health import CONSISTENCY, INELIGIBLE_KEYS
 from capbench_nb.records.evidence import EvidenceResolver
 
 __all__ = [
@@ -234,13 +236,37 @@ def _link_base(run_dir: Path, report_dir: str | os.PathLike | None) -> str:
     return "" if rel == "." else quote(rel, safe="/") + "/"
 
 
+def _aligned(entries: Any, ids: list[str]) -> list[Mapping]:
+    """The document's per-task entries in plan order (``{}`` for a task the list lacks)."""
+    entries = [e for e in entries if isinstance(e, Mapping)] if isinstance(entries, list) else []
+    by_id = {e.get("task_id"): e for e in entries}
+    return [entries[i] if i < len(entries) and entries[i].get("task_id") == t else by_id.get(t, {})
+            for i, t in enumerate(ids)]
+
+
+def _health_columns(doc: Mapping, ids: list[str]) -> dict:
+    """The explorer's suite-health columns from the document's ``health.per_task`` (null without one):
+    ``consistency`` an index into :data:`CONSISTENCY` (null: not k-eligible), ``ineligible`` the
+    counts by class of :data:`INELIGIBLE_KEYS`, ``quarantine`` 1 or 0."""
+    health = doc.get("health") if isinstance(doc.get("health"), Mapping) else {}
+    rows = _aligned(health.get("per_task"), ids)
+    words = {w: i for i, w in enumerate(CONSISTENCY)}
+
+    def ineligible(e):
+        by = e.get("ineligible")
+        return [by.get(c) for c in INELIGIBLE_KEYS] if isinstance(by, Mapping) else None
+
+    return {
+        "consistency": [words.get(e.get("consistency")) for e in rows],
+        "ineligible": [ineligible(e) for e in rows],
+        "quarantine": [None if e.get("quarantine") is None else int(bool(e.get("quarantine"))) for e in rows],
+    }
+
+
 def _task_table(doc: Mapping, run, codes_by_task: list[str]) -> dict:
     plan = run.plan
-    entries = list(doc.get("per_task") or [])
     ids = [str(t) for t in plan["task_id"].astype(object)]
-    by_id = {e.get("task_id"): e for e in entries}
-    rows = [entries[i] if i < len(entries) and entries[i].get("task_id") == t else by_id.get(t, {})
-            for i, t in enumerate(ids)]
+    rows = _aligned(doc.get("per_task"), ids)
 
     def cost(e, key):
         c = e.get("cost_to_first_success")
@@ -269,6 +295,7 @@ def _task_table(doc: Mapping, run, codes_by_task: list[str]) -> dict:
         "tokens_to_first": [cost(e, "total_tokens") for e in rows],
         "cost_to_first": [cost(e, "cost") for e in rows],
         "oracle": [e.get("oracle_best_score") for e in rows],
+        **_health_columns(doc, ids),
     }
 
 

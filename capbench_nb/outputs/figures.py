@@ -1,4 +1,4 @@
-"""The report's figures: headline rates and curves, telemetry distributions, slices.
+"""The report's figures: headline rates and curves, telemetry distributions, slices, suite health.
 
 Figures are built on :class:`matplotlib.figure.Figure` objects (no pyplot
 state, no backend needed) and displayed as inline PNG images rendered here
@@ -30,6 +30,12 @@ __all__ = [
     "outcome_kind",
     "plot_telemetry",
     "plot_slices",
+    "plot_health",
+    "new_figure",
+    "figure_html",
+    "figure_style",
+    "show_figures",
+    "rates_axes",
 ]
 
 _COLORS = {
@@ -140,13 +146,17 @@ def _rc():
     return matplotlib.rc_context({**_RC, "font.family": _font_family()})
 
 
-def _rates_axes(ax, metrics: Mapping, k: int) -> None:
-    """pass@1, pass@k and pass^k as bars with their Wilson intervals."""
+def _rates_axes(ax, metrics: Mapping, k: int, *, bars: list | None = None,
+                title: str = "Headline rates, 95% Wilson intervals") -> None:
+    """Rates as bars with their Wilson intervals: pass@1, pass@k and pass^k unless ``bars`` gives
+    ``(key, label, colour)`` triples of other rates of ``metrics``."""
     from matplotlib.ticker import PercentFormatter
 
     keys = ["pass@1", "pass@k", "pass^k"]
     labels = ["pass@1", f"pass@k\n(k = {k})", f"pass^k\n(k = {k})"]
     colors = ["#3b75af", "#2e9e5b", "#d1495b"]
+    if bars is not None:
+        keys, labels, colors = (list(column) for column in zip(*bars))
     for x, (key, color) in enumerate(zip(keys, colors)):
         m = metrics.get(key) or {}
         n = int(m.get("n") or 0)
@@ -160,14 +170,19 @@ def _rates_axes(ax, metrics: Mapping, k: int) -> None:
             ax.errorbar(x, v, yerr=[[v - float(lo)], [float(hi) - v]], fmt="none", ecolor="#1f2328", capsize=6, lw=1.2)
             top = float(hi)
         ax.text(x, min(top + 0.03, 1.08), f"{fmt_pct(v)}\n{m.get('successes')}/{n}", ha="center", va="bottom")
-    ax.set_xticks(range(3), labels)
-    ax.set_xlim(-0.6, 2.6)
+    ax.set_xticks(range(len(keys)), labels)
+    ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.set_ylim(0, 1.25)
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_ylabel("share of tasks")
-    ax.set_title("Headline rates, 95% Wilson intervals")
+    ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
+
+
+# For the figures of other report sections (capbench_nb.outputs.selection_view): the same size, style,
+# rate bars and metadata-free PNG rendering, under public names.
+new_figure, figure_html, figure_style, show_figures, rates_axes = _figure, _figure_html, _rc, _show_figures, _rates_axes
 
 
 def _series(points: list, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
@@ -364,3 +379,65 @@ def plot_slices(dim: str, entries: list, k: int) -> None:
         ax.set_title(title)
         ax.legend(loc="lower right", fontsize=8)
         _show_figure(fig, alt=f"pass@1, pass@k and pass^k with intervals for each value of {dim}")
+
+
+def _health_points(doc: Mapping) -> tuple[dict[tuple[float, float, bool], int], int]:
+    """Per task with counted attempts: (ineligible share, success share, quarantine candidate), and how many
+    tasks share each point; and the number of tasks without a counted attempt.  From the document alone."""
+    health = doc.get("health") if isinstance(doc.get("health"), Mapping) else {}
+    successes = {e.get("task_id"): e.get("successes") for e in doc.get("per_task") or [] if isinstance(e, Mapping)}
+    points: dict[tuple[float, float, bool], int] = {}
+    empty = 0
+    for e in health.get("per_task") or []:
+        counted = int(e.get("counted") or 0)
+        if not counted:
+            empty += 1
+            continue
+        ineligible = sum(int(v or 0) for v in (e.get("ineligible") or {}).values())
+        key = (ineligible / counted, int(successes.get(e.get("task_id")) or 0) / counted, bool(e.get("quarantine")))
+        points[key] = points.get(key, 0) + 1
+    return points, empty
+
+
+def plot_health(doc: Mapping) -> None:
+    """Per task, its success share against its ineligible share, both over its counted attempts.
+
+    Read from the document (``per_task`` successes, ``health.per_task``).  Tasks at the same point
+    are one marker whose area grows with their number (written beside it); quarantine candidates
+    are red diamonds; on the dashed diagonal every eligible attempt of the task succeeded, and the
+    distance below it is the share of eligible failures.
+    """
+    from matplotlib.ticker import PercentFormatter
+
+    points, empty = _health_points(doc)
+    if not points:
+        show_html(paragraph("No task has a counted attempt: nothing to plot.", "cb-note"))
+        return
+    threshold = fmt_pct((doc.get("health") or {}).get("quarantine_threshold")).replace(".0%", "%")
+    with _rc():
+        fig = _figure(5.6, 5.2)
+        ax = fig.subplots()
+        ax.plot([0, 1], [1, 0], ls="--", color="#8c959f", lw=1, label="every eligible attempt succeeded")
+        kinds = ((False, "#3b75af", "o", "task"),
+                 (True, "#d1495b", "D", f"quarantine candidate (environment + evaluation ≥ {threshold})"))
+        for flag, color, marker, label in kinds:
+            shown = [(x, y, n) for (x, y, q), n in points.items() if q is flag]
+            if shown:
+                xs, ys, ns = zip(*shown)
+                ax.scatter(xs, ys, s=[min(28 + 22 * (n - 1), 420) for n in ns], c=color, marker=marker, alpha=0.75,
+                           edgecolors="white", linewidths=0.8, label=label, zorder=3)
+        for (x, y, _), n in sorted(points.items(), key=lambda item: -item[1])[:30]:
+            if n > 1:
+                ax.annotate(f"{n:,}", (x, y), xytext=(6, 5), textcoords="offset points", fontsize=9, color="#1f2328")
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_ylim(-0.05, 1.05)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_xlabel("ineligible share of counted attempts")
+        ax.set_ylabel("success share of counted attempts")
+        title = "Per task: successes against ineligible attempts"
+        ax.set_title(title + (f"\n({empty:,} task{'s' if empty != 1 else ''} without attempts not shown)" if empty else ""))
+        ax.grid(alpha=0.3)
+        fig.legend(loc="outside lower center", fontsize=9, frameon=False)
+        _show_figure(fig, alt="Per task, the share of counted attempts that succeeded against the share that were "
+                              "not agent-eligible; quarantine candidates marked")

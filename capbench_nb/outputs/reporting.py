@@ -28,6 +28,8 @@ from capbench_nb.outputs.formatting import (
     NA_NO_ELIGIBLE, NA_SOURCE, fmt_cost, fmt_count, fmt_interval, fmt_ms, fmt_pct, fmt_rate, fmt_score,
     is_null, join_words, judge_phrase, plural, telemetry_formatter,
 )
+from capbench_nb.outputs.health_view import show_health
+from capbench_nb.outputs.selection_view import show_selection
 from capbench_nb.outputs.summary import anomaly_counts, summary_markdown
 from capbench_nb.outputs.tables import Raw, cell, html_table, id_cell, paragraph, show_html, show_style, show_table
 
@@ -57,6 +59,8 @@ __all__ = [
     "show_provenance",
     "show_curves",
     "show_slices",
+    "show_health",
+    "show_selection",
 ]
 
 _METRIC_LABELS = {"pass@1": "pass@1", "pass@k": "pass@k", "pass^k": "pass^k"}
@@ -396,6 +400,7 @@ def show_anomalies(doc: Mapping, *, max_rows: int = 1000) -> None:
         "above_planned_repeats": "above planned repeats",
         "task_not_in_plan": "task not in the plan",
         "invalid_line": "invalid lines (skipped with --allow-invalid)",
+        "invalid_selection_line": "invalid lines of selection.jsonl (skipped with --allow-invalid)",
     }
     summary = ", ".join(f"{counts[k]:,} {labels[k]}" for k in ANOMALY_KINDS if counts[k])
     parts = [
@@ -415,7 +420,7 @@ def show_anomalies(doc: Mapping, *, max_rows: int = 1000) -> None:
                 Raw(html_escape(a.get("reason"), max_len=400)),
             ]
         )
-        classes.append("cb-bad" if a.get("kind") == "invalid_line" else "")
+        classes.append("cb-bad" if a.get("kind") in ("invalid_line", "invalid_selection_line") else "")
     parts.append(
         html_table(
             ["kind", "task", "attempt", "line", "reason"],

@@ -341,6 +341,8 @@ def build_report(
     allow_invalid: bool = False,
     skip_evidence: bool = False,
     slices: list[str] | tuple[str, ...] = (),
+    quarantine_threshold: float = 0.5,
+    clusters: list[str] | tuple[str, ...] = (),
     progress: bool | None = None,
     notebook: str | os.PathLike | None = None,
 ) -> Path:
@@ -359,12 +361,17 @@ def build_report(
         A run shared without its attempts/: evidence references are not resolved.
     slices : list of str
         Slice dimensions (plan labels or config keys) reported per value.
+    quarantine_threshold : float, default 0.5
+        The share of environment plus evaluation attempts that makes a task a quarantine
+        candidate (spec section 11).
+    clusters : list of str
+        Dimensions (as ``slices``) to give the cluster-robust standard error for.
     progress : bool, optional
         papermill's progress bar on stderr; default: when stderr is a terminal.
     notebook : path-like, optional
         Another notebook to execute instead of ``run_report.ipynb`` (same
         parameters: ``run_dir``, ``out_dir``, ``report_dir``, ``allow_invalid``,
-        ``slices``; it must write ``metrics.json`` and ``summary.md`` into ``out_dir``).
+        ``slices``, ``quarantine_threshold``, ``clusters``; it must write ``metrics.json`` and ``summary.md`` into ``out_dir``).
 
     Returns
     -------
@@ -377,19 +384,24 @@ def build_report(
         The run is invalid, or the output directory exists and cannot be written into
         (``output-unwritable``); raised before any notebook runs.
     UnknownSliceError
-        A slice dimension the run does not have; raised before any notebook runs.
+        A slice or cluster dimension the run does not have; raised before any notebook runs.
+    ValueError
+        A quarantine threshold outside (0, 1]; raised before any notebook runs.
     ReportError
         A cell raised or the kernel failed; nothing in ``out_dir`` changed.
     """
+    from capbench_nb.metrics.health import check_quarantine_threshold
     from capbench_nb.metrics.slices import slice_values
 
+    threshold = check_quarantine_threshold(quarantine_threshold)
     run = load_run(run_dir, strict=not allow_invalid, skip_evidence=skip_evidence)  # bad input fails here, before any kernel starts
-    for dim in slices:
+    for dim in (*slices, *clusters):
         slice_values(run, dim)
     source = Path(notebook) if notebook is not None else find_notebook(REPORT_NOTEBOOK)
     out = Path(out_dir) if out_dir is not None else Path(run_dir)
     parameters = {"run_dir": os.path.abspath(run_dir), "allow_invalid": bool(allow_invalid),
-                  "skip_evidence": bool(skip_evidence), "slices": list(slices)}
+                  "skip_evidence": bool(skip_evidence), "slices": list(slices),
+                  "quarantine_threshold": threshold, "clusters": list(clusters)}
     return _build(source, out, parameters, written=("metrics.json", "summary.md"), stem="report",
                   title=f"{_one_line(run.run_id, 120)} · capbench-nb report", progress=progress,
                   run_output=out_dir is None)

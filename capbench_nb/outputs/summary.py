@@ -15,6 +15,9 @@ from capbench_nb.outputs.formatting import (
 
 __all__ = [
     "anomaly_counts",
+    "health_sentence",
+    "selection_sentence",
+    "selection_rows",
     "summary_markdown",
 ]
 
@@ -45,6 +48,91 @@ def _ineligible_by_class(attempts: Mapping) -> tuple[dict, int, int]:
     unknown_ineligible = max(0, min(unknown, ineligible - sum(classes.values())))
     classes["unknown"] = unknown_ineligible
     return classes, ineligible, unknown - unknown_ineligible
+
+
+def health_sentence(doc: Mapping) -> str | None:
+    """Suite health in one sentence: the inconsistent share and the quarantine candidates, by name.
+
+    From the document's ``health`` block (spec section 11); None when the document has none.
+    """
+    health = doc.get("health")
+    if not isinstance(health, Mapping):
+        return None
+    k = doc.get("k")
+    c = health.get("consistency") or {}
+    share = c.get("inconsistent_share") or {}
+    n, inconsistent = int(share.get("n") or 0), int(c.get("inconsistent") or 0)
+    if n:
+        text = (f"Suite health: {inconsistent:,} of the {plural(n, 'k-eligible task')} "
+                f"{'was' if inconsistent == 1 else 'were'} inconsistent over attempts 1..{k} ({fmt_pct(share.get('value'))},"
+                f" 95% Wilson interval {fmt_interval(share.get('ci_low'), share.get('ci_high'))};"
+                f" {int(c.get('stable_pass') or 0):,} passed and {int(c.get('stable_fail') or 0):,} failed"
+                f" every one of attempts 1..{k})")
+    else:
+        text = f"Suite health: no task is k-eligible, so consistency over attempts 1..{k} is undefined"
+    threshold = fmt_pct(health.get("quarantine_threshold")).replace(".0%", "%")  # 50%, 33.3%
+    where = f"environment and evaluation failures are at least {threshold} of the counted attempts"
+    names = [md_escape(t, max_len=120) for t in health.get("quarantine") or []]
+    if names:
+        text += (f"; {plural(len(names), 'quarantine candidate')}, where {where} (the suite, not the agent,"
+                 f" fails there): {listing(names, limit=10)}")
+    else:
+        text += f"; no quarantine candidate (no task where {where})"
+    return text + "."
+
+
+def _selector_name(selection: Mapping, markdown: bool) -> str:
+    selector = selection.get("selector") if isinstance(selection.get("selector"), Mapping) else {}
+    parts = [str(selector.get(key)) for key in ("name", "version") if selector.get(key)]
+    name = " ".join(md_escape(p, max_len=80) if markdown else p[:80] for p in parts)
+    return name or "not named"
+
+
+def selection_sentence(doc: Mapping, *, markdown: bool = True) -> str | None:
+    """selected@k beside pass@1 and pass@k on the same tasks, with the gap, in one sentence.
+
+    From the document's ``selection`` block (spec section 9); None when the document has none.
+    The selector's name is Markdown-escaped unless ``markdown`` is False (for a display that
+    escapes the sentence as HTML itself).
+    """
+    sel = doc.get("selection")
+    if not isinstance(sel, Mapping):
+        return None
+    k, n = sel.get("k"), int(sel.get("entering") or 0)
+    head = f"Best-of-k with a selector ({_selector_name(sel, markdown)}, shown attempts 1..{k})"
+    other = int(sel.get("other_candidates") or 0)
+    tail = (f"; {plural(other, 'k-eligible task')} shown other candidates than 1..{k} "
+            f"{'stays' if other == 1 else 'stay'} out") if other else ""
+    if not n:
+        return f"{head}: no task enters (k-eligible with candidates 1..{k}), so selected@k is undefined{tail}."
+    m = sel.get("metrics") or {}
+    picked, p1, pk, acc = (m.get(key) or {} for key in ("selected@k", "pass@1", "pass@k", "selection_accuracy"))
+    mc = sel.get("mcnemar") or {}
+    text = (f"{head}: over the {plural(n, 'task')} that enter, selected@k is {fmt_pct(picked.get('value'))}"
+            f" ({picked.get('successes')}/{n}; 95% Wilson interval {fmt_interval(picked.get('ci_low'), picked.get('ci_high'))})"
+            f" beside pass@1 {fmt_pct(p1.get('value'))} and pass@k {fmt_pct(pk.get('value'))} on the same tasks:"
+            f" a gap of {100 * float(sel.get('gap') or 0):.1f} percentage points to pass@k")
+    closed = sel.get("gap_closed")
+    text += ("" if is_null(closed) else f", closing {fmt_pct(closed)} of the way from pass@1 to pass@k")
+    text += f" (exact McNemar p = {float(mc.get('p', 1)):.4g} against pass@1, b = {mc.get('b')}, c = {mc.get('c')})"
+    if int(acc.get("n") or 0):
+        text += (f"; selection accuracy {fmt_pct(acc.get('value'))} ({acc.get('successes')}/{acc.get('n')} tasks"
+                 " with a success)")
+    abstentions = int(sel.get("abstentions") or 0)
+    if abstentions:
+        text += f"; {plural(abstentions, 'abstention')} (not a success)"
+    return text + tail + "."
+
+
+def selection_rows(doc: Mapping) -> list[tuple[str, Mapping]]:
+    """The rows of the selection block for the summary table (label, rate), none without one."""
+    sel = doc.get("selection")
+    if not isinstance(sel, Mapping):
+        return []
+    m, k = sel.get("metrics") or {}, sel.get("k")
+    labels = (("selected@k", f"selected@k (k = {k}, selector)"), ("pass@1", "pass@1 (selector's tasks)"),
+              ("pass@k", f"pass@k (k = {k}, selector's tasks)"), ("selection_accuracy", "selection accuracy"))
+    return [(label, m.get(key) or {}) for key, label in labels]
 
 
 def _metric_sentence(name: str, m: Mapping) -> str:
@@ -125,6 +213,9 @@ def summary_markdown(doc: Mapping) -> str:
         + _metric_sentence("pass^k", hk)
         + "."
     )
+    selection = selection_sentence(doc)
+    if selection:
+        sentences.append(selection)
 
     # What was excluded, and why.
     by_class, ineligible, unknown_eligible = _ineligible_by_class(attempts)
@@ -164,6 +255,9 @@ def summary_markdown(doc: Mapping) -> str:
     if no_attempts:
         task_text += f" ({plural(no_attempts, 'task')} without any attempt)"
     sentences.append(task_text + ".")
+    health = health_sentence(doc)
+    if health:
+        sentences.append(health)
 
     counts = anomaly_counts(doc)
     n_anomalies = sum(counts.values())
@@ -175,13 +269,17 @@ def summary_markdown(doc: Mapping) -> str:
             kinds.append(f"{plural(counts['task_not_in_plan'], 'record')} of tasks not in the plan")
         if counts["invalid_line"]:
             kinds.append(f"{plural(counts['invalid_line'], 'invalid line')} skipped with --allow-invalid")
+        if counts["invalid_selection_line"]:
+            kinds.append(f"{plural(counts['invalid_selection_line'], 'invalid line')} of selection.jsonl skipped"
+                         " with --allow-invalid")
         examples = []
         for a in doc.get("anomalies") or []:
             tid = a.get("task_id")
             text = md_escape(tid, max_len=120) if tid is not None else "unreadable task"
             if a.get("attempt") is not None:
                 text += f" attempt {a['attempt']}"
-            examples.append(f"{text}, line {a.get('line')}")
+            where = "selection.jsonl line" if a.get("kind") == "invalid_selection_line" else "line"
+            examples.append(f"{text}, {where} {a.get('line')}")
         sentences.append(
             f"Anomalies, entering no metric and no count: {join_words(kinds)}"
             + (f" ({listing(examples, sep='; ')})" if examples else "")
@@ -207,6 +305,7 @@ def summary_markdown(doc: Mapping) -> str:
         row("pass@1", p1),
         row(f"pass@k (k = {k})", pk),
         row(f"pass^k (k = {k})", hk),
+        *(row(label, m) for label, m in selection_rows(doc)),
         f"| oracle\\_best\\_score@k (diagnostic) | {fmt_score(oracle.get('value'))} | n = {oracle_n:,} | n/a | n/a |",
     ]
 

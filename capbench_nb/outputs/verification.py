@@ -19,6 +19,7 @@ from capbench_nb.io.files import read_regular_file
 from capbench_nb.io.jsonparse import DEFAULT_MESSAGES, JsonMessages, json_error
 from capbench_nb.outputs.export import METRICS_FILE
 from capbench_nb.metrics.document import compute_metrics
+from capbench_nb.metrics.health import QUARANTINE_THRESHOLD, check_quarantine_threshold
 from capbench_nb.records.run import load_run
 from capbench_nb.metrics.slices import UnknownSliceError, slice_values
 
@@ -198,8 +199,31 @@ def read_output_json(path: Path, *, rule: str, command: str, json_rule: str = "j
         raise json_error(exc, file=str(path), rule=json_rule, messages=messages, what=what) from None
 
 
+def _stored_dimensions(run, options: Any, key: str) -> tuple[list[str], list[str]]:
+    """The dimensions ``provenance.options[key]`` names, and those of them the run can resolve."""
+    stored = options.get(key) if isinstance(options, dict) else None
+    dims = [d for d in stored if isinstance(d, str)] if isinstance(stored, list) else []
+    known = []
+    for dim in dims:
+        try:
+            slice_values(run, dim)
+            known.append(dim)
+        except UnknownSliceError:
+            pass
+    return dims, known
+
+
+def _stored_threshold(options: Any) -> float:
+    """``provenance.options.quarantine_threshold`` when it is a valid one, else the default (a disagreement then)."""
+    value = options.get("quarantine_threshold") if isinstance(options, dict) else None
+    try:
+        return check_quarantine_threshold(value)
+    except ValueError:
+        return QUARANTINE_THRESHOLD
+
+
 def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None, *, strict: bool = True,
-           skip_evidence: bool = False) -> list[Disagreement]:
+           skip_evidence: bool = False, quarantine_threshold: float | None = None) -> list[Disagreement]:
     """Recompute every output of ``run_dir`` and compare with the files in ``out_dir``.
 
     Parameters
@@ -216,6 +240,10 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     skip_evidence : bool, default False
         As in :func:`capbench_nb.load_run`; also implied when the metrics.json found says
         ``provenance.evidence_checked: false``.
+    quarantine_threshold : float, optional
+        Recompute ``health`` with this threshold; default: the one the metrics.json found
+        records (``provenance.options.quarantine_threshold``), else 0.5.  Slice and cluster
+        dimensions are always the file's.
 
     Returns
     -------
@@ -236,20 +264,14 @@ def verify(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
     # A metrics.json written without resolving evidence is recomputed the same way (it says so).
     stored_skip = isinstance(provenance, dict) and provenance.get("evidence_checked") is False
     run = load_run(run_dir, strict=strict and not stored_allow, skip_evidence=skip_evidence or stored_skip)
-    # The slice dimensions the file was computed with; a derived one registered in a
-    # notebook cannot be recomputed here and shows as a disagreement under /slices.
-    stored_slices = options.get("slices") if isinstance(options, dict) else None
-    dims = [d for d in stored_slices if isinstance(d, str)] if isinstance(stored_slices, list) else []
-    known = []
-    for dim in dims:
-        try:
-            slice_values(run, dim)
-            known.append(dim)
-        except UnknownSliceError:
-            pass
-    recomputed = compute_metrics(run, slices=known)
-    if known != dims:  # keep provenance comparable: the file asked for these
-        recomputed["provenance"]["options"]["slices"] = dims
+    # The slice and cluster dimensions the file was computed with; a derived one registered in a
+    # notebook cannot be recomputed here and shows as a disagreement under /slices or /health.
+    slices, known_slices = _stored_dimensions(run, options, "slices")
+    clusters, known_clusters = _stored_dimensions(run, options, "clusters")
+    threshold = quarantine_threshold if quarantine_threshold is not None else _stored_threshold(options)
+    recomputed = compute_metrics(run, slices=known_slices, quarantine_threshold=threshold, clusters=known_clusters)
+    # keep provenance comparable: the file asked for these
+    recomputed["provenance"]["options"].update(slices=slices, clusters=clusters)
     try:
         problems = diff_documents(found, recomputed, file=str(metrics_path))
     except RecursionError:  # parsed, but deeper than the comparison can follow

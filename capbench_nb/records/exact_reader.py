@@ -36,7 +36,7 @@ from capbench_nb.io.pointer import EvidenceError
 from capbench_nb.records.evidence import EvidenceResolver
 
 __all__ = ["RECORD_COLUMNS", "CATEGORIES", "field_checker", "record_values", "validate_record", "canonical_json",
-           "read_results_exact"]
+           "parse_line", "read_results_exact"]
 
 #: The fixed categories of a categorical column with a vocabulary (failure_class, failure_stage).
 CATEGORIES = {f.name: f.vocabulary for f in RECORD if f.pandas_dtype == "category" and f.vocabulary}
@@ -52,6 +52,8 @@ _TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
 _ITEM_TESTS: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "string or null": lambda v: v is None or isinstance(v, str),
+    "integer": is_int,  # (selection.jsonl's candidates and scores)
+    "number": is_number,
 }
 
 
@@ -216,10 +218,11 @@ def _open_results(path: str | os.PathLike, file: str):
 _LINE_MESSAGES = JsonMessages(utf8="not valid UTF-8 at byte {start} of the line", utf8_rule="utf-8")
 
 
-def _parse_line(raw: bytes, stripped: bytes, lineno: int) -> Any:
-    """The parsed record of one non-blank line; :class:`Violation` for a line that is no record text."""
+def parse_line(raw: bytes, stripped: bytes, lineno: int, *, file_name: str = RESULTS) -> Any:
+    """The parsed object of one non-blank line of a JSON-lines input (results.jsonl, selection.jsonl);
+    :class:`Violation` for a line that is no record text (BOM, UTF-8, truncation, strict JSON, surrogates)."""
     if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-        raise Violation("bom", "the file starts with a byte-order mark; results.jsonl must be plain UTF-8")
+        raise Violation("bom", f"the file starts with a byte-order mark; {file_name} must be plain UTF-8")
     try:
         text = stripped.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -282,7 +285,7 @@ def read_results_exact(
                     continue
                 obj = None
                 try:
-                    obj = _parse_line(raw, stripped, lineno)
+                    obj = parse_line(raw, stripped, lineno)
                     values = record_values(obj, resolver)
                 except Violation as exc:
                     if strict:

@@ -18,6 +18,12 @@ leave at most a truncated final line, which the next recorder opened on the
 run moves to a side file (``results.jsonl.truncated``, ``.truncated1``, ...)
 before resuming.  Any other invalid content is real corruption and raises.
 
+A run that uses a best-of-k selector records its picks with
+:meth:`RunRecorder.record_selection`, one line of ``selection.jsonl`` per task
+(spec section 9), checked with the loader's own rules
+(:class:`~capbench_nb.records.selection.SelectionChecker`) and written the same
+crash-safe way (a truncated last line moves to ``selection.jsonl.truncated``).
+
 Single writer: one recorder per run at a time (one process, one thread).  On
 POSIX systems an advisory lock on results.jsonl makes a second recorder fail
 with rule ``run-locked``; elsewhere the assumption is not checked.
@@ -33,12 +39,13 @@ from typing import Any, Callable
 
 from capbench_nb.records.derivation import derive_record
 from capbench_nb.records.prices import PriceTable, ToolConfig, load_tool_config
-from capbench_nb.errors import InvalidRunError
+from capbench_nb.errors import InvalidRunError, Violation
 from capbench_nb.io.atomic import create_synced, fsync_directory, write_atomic
 from capbench_nb.records.ingest import record_line
 from capbench_nb.records.exact_reader import validate_record
-from capbench_nb.records.manifest import load_manifest, validate_manifest
+from capbench_nb.records.manifest import load_manifest, plan_frame, validate_manifest
 from capbench_nb.records.run import MANIFEST, RESULTS, read_results
+from capbench_nb.records.selection import SELECTION, SelectionChecker, read_selection
 
 try:  # POSIX advisory locking; absent on Windows
     import fcntl
@@ -92,6 +99,23 @@ def _last_line_start(path: Path, size: int) -> int:
             if i >= 0:
                 return pos + i + 1
     return 0
+
+
+def _append_line(fh, line: bytes, size: int) -> int:
+    """One line, one write, then fsync; the file's new size.  On failure the file is cut back to
+    ``size`` (its last complete line) and the exception raised."""
+    try:
+        view = memoryview(line)
+        while view:
+            view = view[fh.write(view):]
+        os.fsync(fh.fileno())
+    except BaseException:
+        try:
+            os.ftruncate(fh.fileno(), size)
+        except OSError:  # a partial line left behind is repaired by the next open
+            pass
+        raise
+    return size + len(line)
 
 
 def _free_name(path: Path) -> Path:
@@ -157,6 +181,11 @@ class RunRecorder:
         self._fh = None
         self._size = 0
         self._recorded: dict[tuple[str, int], bytes] = {}
+        self.selection_path = self.run_dir / SELECTION
+        self._selection_fh = None
+        self._selection_size = 0
+        self._selections: dict[str, bytes] = {}  # task_id -> fingerprint of its line
+        self._checker: SelectionChecker | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -206,11 +235,15 @@ class RunRecorder:
                 except BlockingIOError:
                     raise InvalidRunError(str(self.results_path), "run-locked",
                                           "another recorder is writing this run (single writer only)") from None
-            self._size = self._repair(fh)
-            read_results(self.results_path, run_dir=self.run_dir, strict=True)
+            self._size = self._repair(fh, self.results_path, self._check_results)
+            records, _, _ = read_results(self.results_path, run_dir=self.run_dir, strict=True)
             self._recorded = self._scan()
+            self._open_selection(manifest, records)
             self._write_manifest(manifest)  # last, so that a refused resume changes nothing
         except BaseException:
+            if self._selection_fh is not None:
+                self._selection_fh.close()
+                self._selection_fh = None
             fh.close()
             raise
         self._fh, self._manifest = fh, manifest
@@ -233,6 +266,9 @@ class RunRecorder:
             manifest = self._checked_manifest({**self._manifest, "status": status})
             self._write_manifest(manifest)
             self._manifest = manifest
+        if self._selection_fh is not None:
+            self._selection_fh.close()
+            self._selection_fh = None
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -319,7 +355,103 @@ class RunRecorder:
         )
         return self.record(record)
 
+    def record_selection(self, task_id: str, candidates, selected: int | None, *, selector: dict,
+                         scores: dict | None = None, selector_ms: float | None = None,
+                         selector_tokens: int | None = None, selector_cost: float | None = None,
+                         selector_cost_source: str | None = None) -> bool:
+        """Check one line of a best-of-k selector's picks and append it to selection.jsonl, durably.
+
+        Parameters
+        ----------
+        task_id : str
+            A task of the plan; one line per task.
+        candidates : sequence of int
+            The attempt numbers the selector was shown; each must already be recorded.
+        selected : int or None
+            The attempt it picked, one of ``candidates``; None when it abstained.
+        selector : dict
+            ``{"name": str, "version": str}``, the same on every line.
+        scores : dict, optional
+            Attempt number (int or decimal string) -> the selector's score, one per candidate.
+        selector_ms, selector_tokens, selector_cost, selector_cost_source : optional
+            The selector's wall time, tokens and cost (a cost needs its versioned price source).
+
+        Returns
+        -------
+        bool
+            True when the line was written (and fsynced); False when an identical line of this
+            task is already in the file.
+
+        Raises
+        ------
+        InvalidRunError
+            The line breaks a rule of spec section 9 (the loader's rule id, e.g.
+            ``selection-candidate-missing``), or the task's line is already recorded with other
+            content (``selection-duplicate-task``).  Nothing is written.
+        """
+        if self._fh is None:
+            raise RuntimeError("the recorder is not open")
+        file = str(self.selection_path)
+        line = {"task_id": task_id, "candidates": list(candidates), "selected": selected,
+                "scores": None if scores is None else {str(key): value for key, value in scores.items()},
+                "selector": selector, "selector_ms": selector_ms, "selector_tokens": selector_tokens,
+                "selector_cost": selector_cost, "selector_cost_source": selector_cost_source}
+        data, obj = _written(lambda v: _json_text(v) + "\n", line, file=file, rule="selection-json",
+                             what="selection line")
+        digest, known = _digest(obj), self._selections.get(task_id) if isinstance(task_id, str) else None
+        if known is not None:
+            if known == digest:
+                return False
+            raise InvalidRunError(file, "selection-duplicate-task", f"the selection of {task_id!r} is already "
+                                  "recorded with other content; a run holds one selection line per task")
+        try:  # exactly the loader's checks, against the attempts recorded so far
+            self._checker.check(obj)
+        except Violation as exc:
+            raise InvalidRunError(file, exc.rule, f"selection line of {task_id!r} not written: {exc.reason}") from None
+        if self._selection_fh is None:
+            self._selection_fh = open(self.selection_path, "ab", buffering=0)
+            self._selection_size = os.fstat(self._selection_fh.fileno()).st_size
+            fsync_directory(self.run_dir)  # the new file's name is durable too
+        try:
+            self._selection_size = _append_line(self._selection_fh, data, self._selection_size)
+        except BaseException:
+            self.close()
+            raise
+        self._selections[task_id] = digest
+        return True
+
     # ------------------------------------------------------------------ internals
+
+    def _open_selection(self, manifest: dict, records) -> None:
+        """Repair and read an existing selection.jsonl as the loader does; set up the checks of new lines."""
+        plan = plan_frame(manifest)
+        self._checker = SelectionChecker(plan["task_id"].astype(object),
+                                         lambda task_id, attempt: (task_id, attempt) in self._recorded)
+        self._selections = {}
+        if not os.path.lexists(self.selection_path):
+            return
+        try:
+            fh = open(self.selection_path, "ab", buffering=0)
+        except OSError as exc:
+            raise InvalidRunError(str(self.selection_path), "selection-unreadable",
+                                  f"cannot open selection.jsonl for appending: {exc.strerror}") from None
+        self._selection_fh = fh  # closed by open() if anything below fails
+
+        def read():
+            return read_selection(self.selection_path, plan=plan, records=records, strict=True)
+
+        self._selection_size = self._repair(fh, self.selection_path, read)
+        existing = read()
+        self._checker.selector = existing.selector
+        for task, line in zip(existing.lines["task_id"].astype(object), existing.lines["line"].tolist()):
+            self._checker.seen[task] = line
+            self._checker.selector_line = self._checker.selector_line or line
+        with open(self.selection_path, "rb") as reader:
+            for raw in reader:
+                if raw.strip():
+                    obj = json.loads(raw)
+                    self._selections[obj["task_id"]] = _digest(obj)
+
 
     def _checked_manifest(self, manifest: dict) -> dict:
         """The manifest as it will read back from disk, validated."""
@@ -332,46 +464,40 @@ class RunRecorder:
         fsync_directory(self.run_dir)
 
     def _append(self, line: bytes) -> None:
-        """One line, one write, then fsync; on failure cut the file back to its last complete line."""
-        fh = self._fh
+        """One line of results.jsonl, durably (:func:`_append_line`); after a failure the recorder is closed."""
         try:
-            view = memoryview(line)
-            while view:
-                view = view[fh.write(view):]
-            os.fsync(fh.fileno())
+            self._size = _append_line(self._fh, line, self._size)
         except BaseException:
-            try:
-                os.ftruncate(fh.fileno(), self._size)
-            except OSError:  # a partial line left behind is repaired by the next open
-                pass
             self.close()  # the file's state is uncertain after a failed write: reopen to go on
             raise
-        self._size += len(line)
 
-    def _repair(self, fh) -> int:
-        """Make results.jsonl end with a newline; return its size.
+    def _check_results(self) -> None:
+        read_results(self.results_path, run_dir=self.run_dir, strict=True)
 
-        A last line without a newline is ended when the loader accepts it, and
+    def _repair(self, fh, path: Path, check: Callable[[], Any]) -> int:
+        """Make ``path`` (results.jsonl or selection.jsonl) end with a newline; return its size.
+
+        A last line without a newline is ended when the loader accepts it (``check``), and
         moved to a side file when the loader reports it as ``truncated-line``
         (a crash mid-write).  Any other error is raised: that is not a crash.
         """
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             return 0
-        with open(self.results_path, "rb") as reader:
+        with open(path, "rb") as reader:
             reader.seek(size - 1)
             if reader.read(1) == b"\n":
                 return size
         try:
-            read_results(self.results_path, run_dir=self.run_dir, strict=True)
+            check()
         except InvalidRunError as exc:
             if exc.rule != "truncated-line":
                 raise
-            start = _last_line_start(self.results_path, size)
-            with open(self.results_path, "rb") as reader:
+            start = _last_line_start(path, size)
+            with open(path, "rb") as reader:
                 reader.seek(start)
                 fragment = reader.read()
-            side = _free_name(self.results_path.with_name(RESULTS + TRUNCATED_SUFFIX))
+            side = _free_name(path.with_name(path.name + TRUNCATED_SUFFIX))
             create_synced(side, fragment)  # saved durably before the cut: nothing is lost
             os.ftruncate(fh.fileno(), start)
             os.fsync(fh.fileno())

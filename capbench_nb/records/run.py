@@ -23,12 +23,13 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import MANIFEST, RECORD_ANOMALIES, RESULTS
+from capbench_nb.format import MANIFEST, RECORD_ANOMALIES, RESULTS, SELECTION
 from capbench_nb.io.files import sha256_file
 from capbench_nb.io.jsonparse import short
 from capbench_nb.records import columnar_reader
 from capbench_nb.records.exact_reader import read_results_exact
 from capbench_nb.records.manifest import fixed_k, plan_frame, read_manifest
+from capbench_nb.records.selection import Selection, read_selection
 from capbench_nb.records.views import attempt_evidence, attempts_view, run_html, run_summary
 
 __all__ = ["MANIFEST", "RESULTS", "Run", "load_run", "read_results", "classify_records", "sha256_file"]
@@ -58,13 +59,18 @@ class Run:
     anomalies : DataFrame
         ``kind, task_id, attempt, line, reason`` in file order: records outside
         the plan or above the planned repeats, and (with ``strict=False``)
-        invalid lines.
+        invalid lines; then (kind ``invalid_selection_line``) the invalid lines of
+        selection.jsonl, numbered in that file.
     hashes : dict
-        ``{"manifest.json": "sha256:...", "results.jsonl": "sha256:..."}``.
+        ``{"manifest.json": "sha256:...", "results.jsonl": "sha256:..."}``, and
+        ``"selection.jsonl"`` when the run has one.
     strict : bool
         Whether invalid lines raised (True) or were listed as anomalies.
     evidence_checked : bool
         Whether every evidence reference was resolved (False with ``skip_evidence``).
+    selection : Selection or None
+        The checked ``selection.jsonl`` of a best-of-k selector (spec section 9,
+        :class:`~capbench_nb.records.selection.Selection`), None when the run has none.
 
     Notes
     -----
@@ -83,6 +89,7 @@ class Run:
     hashes: dict = field(repr=False)
     strict: bool = True
     evidence_checked: bool = True
+    selection: Selection | None = field(default=None, repr=False)
 
     @property
     def attempts(self) -> pd.DataFrame:
@@ -189,7 +196,8 @@ def classify_records(records: pd.DataFrame, plan: pd.DataFrame) -> pd.Series:
     return pd.Series(pd.Categorical(anomaly, categories=list(RECORD_ANOMALIES)), index=records.index, name="anomaly")
 
 
-def _anomaly_frame(records: pd.DataFrame, plan: pd.DataFrame, invalid: list[dict]) -> pd.DataFrame:
+def _anomaly_frame(records: pd.DataFrame, plan: pd.DataFrame, invalid: list[dict], after: list = ()) -> pd.DataFrame:
+    """The anomalies of results.jsonl in file order, then ``after`` (another file's: selection.jsonl)."""
     planned = dict(zip(plan["task_id"].astype(object), plan["planned_repeats"].astype(int)))
     rows = list(invalid)
     flagged = records[records["anomaly"].notna()]
@@ -201,6 +209,7 @@ def _anomaly_frame(records: pd.DataFrame, plan: pd.DataFrame, invalid: list[dict
         rows.append({"kind": kind, "task_id": tid, "attempt": int(att), "line": int(lineno),
                      "reason": reason, "rule": kind.replace("_", "-")})
     rows.sort(key=lambda a: a["line"])
+    rows.extend(after)
     frame = pd.DataFrame(rows, columns=["kind", "task_id", "attempt", "line", "reason", "rule"])
     return frame.astype({"kind": "string", "task_id": "string", "attempt": "Int64", "line": "int64",
                          "reason": "string", "rule": "string"})
@@ -212,11 +221,13 @@ def load_run(path: str | os.PathLike, *, strict: bool = True, skip_evidence: boo
     Parameters
     ----------
     path : path-like
-        The run directory, holding ``manifest.json`` and ``results.jsonl``.
+        The run directory, holding ``manifest.json`` and ``results.jsonl``, and
+        optionally ``selection.jsonl`` (spec section 9, :attr:`Run.selection`).
     strict : bool, default True
         With ``False``, invalid lines of results.jsonl are listed in
         ``Run.anomalies`` (kind ``invalid_line``) and enter no metric or count,
-        instead of raising.  The manifest is always validated strictly.
+        instead of raising; so are those of selection.jsonl (kind
+        ``invalid_selection_line``).  The manifest is always validated strictly.
     skip_evidence : bool, default False
         Read a run shared without its attempts/: evidence references are not resolved (spec
         section 8, ``--skip-evidence``) and ``Run.evidence_checked`` is False, which
@@ -243,8 +254,12 @@ def load_run(path: str | os.PathLike, *, strict: bool = True, skip_evidence: boo
     records, invalid, results_hash = read_results(results_path, run_dir=run_dir, strict=strict,
                                                   skip_evidence=skip_evidence)
     records["anomaly"] = classify_records(records, plan)
-    anomalies = _anomaly_frame(records, plan, invalid)
     hashes = {MANIFEST: "sha256:" + hashlib.sha256(manifest_bytes).hexdigest(), RESULTS: results_hash}
+    selection = None
+    if os.path.lexists(run_dir / SELECTION):  # optional (spec section 9); a dangling link is an error, not absence
+        selection = read_selection(run_dir / SELECTION, plan=plan, records=records, strict=strict)
+        hashes[SELECTION] = selection.sha256
+    anomalies = _anomaly_frame(records, plan, invalid, selection.anomalies if selection is not None else ())
     return Run(
         path=run_dir,
         manifest=manifest,
@@ -255,4 +270,5 @@ def load_run(path: str | os.PathLike, *, strict: bool = True, skip_evidence: boo
         hashes=hashes,
         strict=strict,
         evidence_checked=not skip_evidence,
+        selection=selection,
     )

@@ -73,6 +73,10 @@ class SimulationOptions:
         ``price_table``: a :class:`~capbench_nb.records.prices.PriceTable`; with
         it, records with token counts get a cost (without artifacts directly;
         with artifacts the truth holds the cost that ``ingest --prices`` gives).
+    Selector
+        ``selector_accuracy``: with a probability, also write ``selection.jsonl`` from a best-of-k
+        selector of that accuracy (:mod:`capbench_nb.simulation.selector`); None (the default): no
+        selection file, and the run is byte for byte the one drawn before selectors existed.
     """
 
     model: str = "m-large"
@@ -105,6 +109,7 @@ class SimulationOptions:
     empty_tasks: int = 0
     extra_attempts: int = 0
     price_table: PriceTable | None = None
+    selector_accuracy: float | None = None
 
     def check(self, tasks: int, repeats: int) -> None:
         """Raise ValueError for an option outside its range."""
@@ -124,13 +129,19 @@ class SimulationOptions:
             raise ValueError("short_tasks needs repeats >= 2 (a short task has repeats - 1)")
         if self.missing_attempts + self.extra_attempts + self.empty_tasks > tasks:
             raise ValueError("missing_attempts, extra_attempts and empty_tasks need distinct tasks: too many for the plan")
+        accuracy = self.selector_accuracy
+        if accuracy is not None and not (type(accuracy) in (int, float) and 0 <= accuracy <= 1):
+            raise ValueError(f"selector_accuracy must be a probability in [0, 1] or None, got {accuracy!r}")
         if self.price_table is not None and not isinstance(self.price_table, PriceTable):
             raise ValueError("price_table must be a capbench_nb.records.prices.PriceTable")
 
     def as_json(self) -> dict:
-        """The options as JSON values, in field order (``price_table`` as an object or None)."""
+        """The options as JSON values, in field order (``price_table`` as an object or None;
+        ``selector_accuracy`` only when set, so that a run without a selector keeps its bytes)."""
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "selector_accuracy" and value is None:
+                continue
             out[f.name] = asdict(value) if isinstance(value, PriceTable) else value
         return out

@@ -25,7 +25,9 @@ The truth file ``simulation.json``::
                    "files": [artifact files written], "record": {the intended results.jsonl record}}]}
 
 ``tasks`` is in plan order, ``attempts`` in results.jsonl order (task_id, then
-attempt).  ``record`` has every field of spec section 3 (outcome, evidence,
+attempt).  A run simulated with a selector (``selector_accuracy``) also has ``selection``: the
+selector, its accuracy and model, the population rates and, per line of selection.jsonl, whether
+the pick succeeded (:mod:`capbench_nb.simulation.selector`).  ``record`` has every field of spec section 3 (outcome, evidence,
 quality score, all telemetry with its sources, cost).
 """
 
@@ -182,9 +184,10 @@ def attempt_truth(a: DrawnAttempt, opt: SimulationOptions, *, artifacts: bool) -
     }
 
 
-def truth_document(parameters: dict, tasks: list[dict], attempts: list[dict]) -> dict:
-    """The ``simulation.json`` document (see the module docstring)."""
-    return {
+def truth_document(parameters: dict, tasks: list[dict], attempts: list[dict], *, selection: dict | None = None) -> dict:
+    """The ``simulation.json`` document (see the module docstring); ``selection`` (the selector's truth,
+    :func:`capbench_nb.simulation.selector.selection_truth`) only for a run simulated with a selector."""
+    doc = {
         "schema_version": TRUTH_SCHEMA_VERSION,
         "simulator_version": SIMULATOR_VERSION,
         "parameters": parameters,
@@ -192,3 +195,6 @@ def truth_document(parameters: dict, tasks: list[dict], attempts: list[dict]) ->
         "tasks": tasks,
         "attempts": attempts,
     }
+    if selection is not None:
+        doc["selection"] = selection
+    return doc

@@ -5,7 +5,8 @@
 artifacts) or ``attempts/<task_id>/<attempt>/`` artifact directories (with
 ``artifacts=True``; derive results.jsonl with ``capbench-nb ingest``).  Next to
 them it writes ``simulation.json``, the ground truth
-(:mod:`capbench_nb.simulation.truth`).  How attempts are drawn:
+(:mod:`capbench_nb.simulation.truth`), and with ``selector_accuracy`` a ``selection.jsonl`` of a
+best-of-k selector of that accuracy (:mod:`capbench_nb.simulation.selector`).  How attempts are drawn:
 :mod:`capbench_nb.simulation.generator`.
 
 Determinism: every draw comes from the seed (see the generator); nothing reads
@@ -29,6 +30,7 @@ from capbench_nb.records.telemetry_extract import extract_telemetry
 from capbench_nb.simulation.artifacts import artifact_documents, attempt_dir
 from capbench_nb.simulation.generator import DrawnAttempt, PlannedTask, attempt_numbers, draw_attempt, draw_plan
 from capbench_nb.simulation.options import SIMULATOR_VERSION, SimulationOptions
+from capbench_nb.simulation.selector import selection_line, selection_truth
 from capbench_nb.simulation.truth import TRUTH_FILE, attempt_truth, task_truth, truth_document
 
 __all__ = ["SimulatedRun", "build_run", "simulate_run", "CREATED_AT"]
@@ -38,12 +40,13 @@ CREATED_AT = "2026-11-28T10:00:00Z"  # fixed: a simulated run has no wall-clock 
 
 @dataclass(frozen=True)
 class SimulatedRun:
-    """A simulated run in memory: the manifest, the truth document and the draws."""
+    """A simulated run in memory: the manifest, the truth document, the draws and the selection lines."""
 
     manifest: dict
     truth: dict
     options: SimulationOptions
     attempts: tuple  # of DrawnAttempt, sorted by task_id then attempt
+    selection: tuple = ()  # the lines of selection.jsonl, in plan order (with a selector only)
 
 
 def _sort_key(task_id: str, attempt: int) -> tuple:
@@ -102,8 +105,19 @@ def build_run(*, tasks: int, repeats: int, seed: int, artifacts: bool = False, *
 
     manifest = _manifest(seed, opt, plan_tasks, partial=bool(shape["missing"] or shape["empty"]))
     parameters = {"tasks": tasks, "repeats": repeats, "seed": seed, "artifacts": artifacts, **opt.as_json()}
-    truth = truth_document(parameters, tasks_truth, [attempt_truth(a, opt, artifacts=artifacts) for a in drawn])
-    return SimulatedRun(manifest=manifest, truth=truth, options=opt, attempts=tuple(drawn))
+    records = [attempt_truth(a, opt, artifacts=artifacts) for a in drawn]
+    lines, selection = [], None
+    if opt.selector_accuracy is not None:
+        k = manifest["plan"]["k"]
+        won: dict[str, dict[int, bool]] = {}
+        for x in records:
+            won.setdefault(x["task_id"], {})[x["attempt"]] = x["record"]["success"]
+        ran = {t.task_id: [won[t.task_id][j] for j in range(1, k + 1)] for t in plan_tasks
+               if all(j in won.get(t.task_id, {}) for j in range(1, k + 1))}  # the selector needs attempts 1..k
+        lines = [selection_line(t, ran[t.task_id], seed, opt) for t in plan_tasks if t.task_id in ran]
+        selection = selection_truth(opt, k, lines, ran)
+    truth = truth_document(parameters, tasks_truth, records, selection=selection)
+    return SimulatedRun(manifest=manifest, truth=truth, options=opt, attempts=tuple(drawn), selection=tuple(lines))
 
 
 def _derived_record(a: DrawnAttempt, opt: SimulationOptions, files: dict) -> dict:
@@ -180,7 +194,7 @@ def simulate_run(
     **options
         Keyword-only options, see :class:`~capbench_nb.simulation.options.SimulationOptions`
         (rates, plan shape ``short_tasks``, ``missing_attempts``, ``empty_tasks``,
-        ``extra_attempts``, and ``price_table``).
+        ``extra_attempts``, ``price_table`` and ``selector_accuracy``).
 
     Returns
     -------
@@ -211,5 +225,8 @@ def simulate_run(
 
         lines = [record_line(_derived_record(a, opt, artifact_documents(a, opt))) for a in run.attempts]
         _write(out / "results.jsonl", "".join(lines))
+    if run.selection:
+        _write(out / "selection.jsonl", "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
+                                                for line in run.selection))
     _write(out / TRUTH_FILE, _dump_lines(run.truth))
     return out

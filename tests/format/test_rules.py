@@ -198,6 +198,7 @@ def test_every_rule_id_has_a_case():
     covered = {c[2] for c in RECORD_CASES} | set(LOAD_CASES) | set(ARTIFACT_CASES) | {"line-too-long",
                                                                                       "manifest-too-large"}
     covered.add("plan-too-large")  # tests/test_damaged_inputs.py, with the limit patched
+    covered |= set(SELECTION_CASES) | {"selection-unreadable"}
     assert set(RULE_IDS) == covered
 
 
@@ -244,7 +245,8 @@ _RAISED = [
     re.compile(r'\brule=\s*"([a-z0-9-]+)"'),
     re.compile(r'_fail\([^()]*(?:\([^()]*\)[^()]*)*,\s*"([a-z0-9-]+)"\)'),
 ]
-_READERS = ["run.py", "manifest.py", "exact_reader.py", "columnar_reader.py", "artifacts.py", "derivation.py"]
+_READERS = ["run.py", "manifest.py", "exact_reader.py", "columnar_reader.py", "artifacts.py", "derivation.py",
+            "selection.py"]
 
 
 def test_every_rule_id_the_readers_and_derivation_raise_is_in_the_table():
@@ -261,3 +263,52 @@ def test_checks_have_unique_ids_and_a_description():
     ids = [c.id for c in CHECKS] + [r.id for r in INVARIANTS]
     assert len(ids) == len(set(ids))
     assert all(c.description and c.file for c in CHECKS)
+
+
+# --------------------------------------------------------------------------- selection.jsonl (spec section 9)
+
+_SELECTOR = {"name": "verifier", "version": "1"}
+
+
+def _pick(task_id="t1", candidates=(1, 2), selected=1, **fields) -> dict:
+    return {"task_id": task_id, "candidates": list(candidates), "selected": selected, "selector": _SELECTOR, **fields}
+
+
+#: A selection.jsonl whose line 2 breaks each selection rule (line 1 is valid: t2 shown its attempt 1).
+SELECTION_CASES = {
+    "selection-type": b"[1]\n",
+    "selection-candidates": _line(_pick(candidates=[1, 1])),
+    "selection-selected": _line(_pick(selected=3)),
+    "selection-scores": _line(_pick(scores={"1": 0.5, "02": 0.4})),
+    "selection-selector": _line(_pick(selector={"name": "verifier", "version": "2"})),
+    "selection-cost-needs-source": _line(_pick(selector_cost=0.01)),
+    "selection-task-not-in-plan": _line(_pick(task_id="t9")),
+    "selection-duplicate-task": _line(_pick("t2", [1])),
+    "selection-candidate-missing": _line(_pick(candidates=[1, 3], selected=3)),
+}
+
+
+def _selection_run(tmp_path, second: bytes) -> Path:
+    run = _run(tmp_path, [record("t1", 1), record("t1", 2, "A"), record("t2", 1)])
+    (run / "selection.jsonl").write_bytes(_line(_pick("t2", [1])) + second)
+    return run
+
+
+@pytest.mark.parametrize("rule", sorted(SELECTION_CASES))
+def test_each_selection_rule_strict_and_with_allow_invalid(tmp_path, rule):
+    run = _selection_run(tmp_path, SELECTION_CASES[rule])
+    with pytest.raises(InvalidRunError) as info:
+        load_run(run)
+    assert (info.value.rule, info.value.location) == (rule, f"{run}/selection.jsonl:2")
+    loaded = load_run(run, strict=False)
+    assert loaded.anomalies[["kind", "line", "rule"]].values.tolist() == [["invalid_selection_line", 2, rule]]
+    assert loaded.selection.lines["line"].tolist() == [1] and loaded.selection.selector == _SELECTOR
+
+
+def test_an_unreadable_selection_file(tmp_path):
+    run = _run(tmp_path, [record("t1", 1)])
+    (run / "selection.jsonl").mkdir()
+    for strict in (True, False):
+        with pytest.raises(InvalidRunError) as info:
+            load_run(run, strict=strict)
+        assert (info.value.rule, info.value.location) == ("selection-unreadable", f"{run}/selection.jsonl")

@@ -34,7 +34,7 @@ from capbench_nb.metrics.comparison import (
 from capbench_nb.simulation.writer import simulate_run
 from capbench_nb.metrics.stats import Z_95, mcnemar_exact, paired_difference_interval
 
-from conftest import SAMPLE_RUN, manifest, outcomes, record, write_run
+from conftest import SAMPLE_RUN, manifest, outcomes, pick, record, write_run, write_selection
 
 # =========================================================================== McNemar
 
@@ -545,3 +545,25 @@ def test_blocking_warnings_are_those_not_allowed():
     assert blocking_warnings(warnings, ["model", "suite_version"]) == []
     with pytest.raises(ValueError):
         blocking_warnings(warnings, ["nope"])
+
+
+# --------------------------------------------------------------------------- best-of-k with a selector
+
+
+def test_selected_at_k_is_paired_when_both_runs_have_a_selection(tmp_path):
+    plan = manifest([("t1", 2), ("t2", 2), ("t3", 2), ("t4", 2)])
+    a = write_run(tmp_path / "a", plan, outcomes({"t1": "AS", "t2": "SS", "t3": "AS", "t4": "SA"}))
+    b = write_run(tmp_path / "b", plan, outcomes({"t1": "AS", "t2": "SS", "t3": "AS", "t4": "S."}))
+    write_selection(a, [pick("t1", 1, (1, 2)), pick("t2", 1, (1, 2)), pick("t3", 2, (1, 2)), pick("t4", 1, (1, 2))])
+    write_selection(b, [pick("t1", 2, (1, 2)), pick("t2", None, (1, 2)), pick("t3", 2, (1, 2))])
+    doc = compare_runs(cb.load_run(a), cb.load_run(b))
+    # paired: t1-t3 (t4 is not k-eligible in B); A's picks succeed on t2, t3; B's on t1, t3
+    e = doc["paired"]["selected@k"]
+    assert (e["k"], e["n_pairs"], e["both"], e["a_only"], e["b_only"], e["neither"]) == (2, 3, 1, 1, 1, 0)
+    assert e["mcnemar_p"] == 1.0 and doc["flips"]["selected@k"] == {"a_only": ["t2"], "b_only": ["t1"]}
+    assert doc["provenance"]["inputs"]["a"]["selection.jsonl"] == cb.load_run(a).hashes["selection.jsonl"]
+    assert "selection" in doc["methods"]
+    (b / "selection.jsonl").unlink()
+    doc = compare_runs(cb.load_run(a), cb.load_run(b))
+    assert "selected@k" not in doc["paired"] and "selection" not in doc["methods"]
+    assert list(doc["provenance"]["inputs"]["b"]) == ["manifest.json", "results.jsonl"]

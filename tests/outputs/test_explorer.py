@@ -62,6 +62,20 @@ def test_every_planned_task_with_its_outcome_codes_and_the_documents_numbers(lab
     assert dict((t[0], t[1]) for t in data["telemetry"])["total_tokens"] == "tokens"
 
 
+def test_the_health_columns_are_the_documents(labelled):
+    run, doc = labelled
+    tasks = explorer.page_data(doc, run)["tasks"]
+    # t1 SA|S: inconsistent over 1..2; t2 E.X and t3 VK: one of two counted attempts is the suite's
+    assert tasks["consistency"] == [2, None, None]
+    assert tasks["ineligible"] == [[0, 0, 0, 0], [1, 0, 0, 1], [0, 1, 1, 0]]
+    assert tasks["quarantine"] == [0, 1, 1]
+    doc["health"]["per_task"][0]["quarantine"] = True  # read from the document, never recomputed
+    assert explorer.page_data(doc, run)["tasks"]["quarantine"][0] == 1
+    old = {key: value for key, value in doc.items() if key != "health"}  # a metrics.json of an older version
+    tasks = explorer.page_data(old, run)["tasks"]
+    assert tasks["consistency"] == tasks["ineligible"] == tasks["quarantine"] == [None] * 3
+
+
 def test_evidence_into_an_artifact_file_resolves_to_its_value(tmp_path):
     root = tmp_path / "run"
     adir = root / "attempts" / "t1" / "2"

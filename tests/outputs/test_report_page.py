@@ -122,6 +122,22 @@ def test_filters_by_outcome_class_label_and_search(open_page, sample_report):
     assert shown_ids(page) == [] and "No task matches" in page.inner_text(EXPLORER)
 
 
+def test_suite_health_links_open_the_task_and_its_columns_filter(open_page, sample_report):
+    page = opened(open_page, sample_report).page
+    page.click(".cb a.cb-task-link:has-text('clock.timer.start')")  # a quarantine candidate, in the health section
+    assert page.inner_text(f"{EXPLORER} tr.cbx-focus .cbx-open .cbx-id") == "clock.timer.start"
+    assert page.get_attribute(f"{EXPLORER} tr.cbx-focus .cbx-open", "aria-expanded") == "true"
+    assert "attempt 3: environment" in page.inner_text(f"{EXPLORER} tr.cbx-detail")
+    assert page.evaluate(f"() => document.querySelector('{EXPLORER} tr.cbx-focus').getBoundingClientRect().top") < 200
+    i = header_index(page, "ineligible")
+    assert column(page, i)[:2] == ["0 of 3", "3 of 3"] and "quarantine" in page.inner_text(f"{EXPLORER} tr.cbx-focus")
+    page.select_option(f"{EXPLORER} label:has-text('consistency') select", label="inconsistent")
+    assert len(shown_ids(page)) == 6 and set(column(page, header_index(page, "consistency"))) == {"inconsistent"}
+    page.select_option(f"{EXPLORER} label:has-text('consistency') select", "")
+    page.select_option(f"{EXPLORER} label:has-text('suite health') select", label="quarantine candidate")
+    assert shown_ids(page) == ["clock.timer.start"]
+
+
 def test_opening_a_task_shows_each_attempt_and_its_evidence_value(open_page, sample_report):
     page = opened(open_page, sample_report).page
     page.fill(f"{EXPLORER} input[type=search]", "clock.timer.start")

@@ -17,8 +17,6 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from IPython.display import HTML  # noqa: E402
-
 import capbench_nb as cb  # noqa: E402
 from capbench_nb.outputs import reporting as rp  # noqa: E402
 from capbench_nb.outputs import tables  # noqa: E402
@@ -35,7 +33,7 @@ from capbench_nb.outputs.reporting import (  # noqa: E402
 )
 from capbench_nb.metrics.stats import wilson_interval  # noqa: E402
 
-from conftest import SAMPLE_RUN, manifest, outcomes, record, write_run  # noqa: E402
+from conftest import SAMPLE_RUN, html_of, manifest, outcomes, record, write_run  # noqa: E402
 
 NASTY_IDS = [
     "<script>alert(1)</script>",
@@ -52,19 +50,6 @@ NASTY_IDS = [
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-@pytest.fixture
-def captured(monkeypatch):
-    """Everything the module displays, in order."""
-    shown: list = []
-    monkeypatch.setattr(tables, "display", lambda obj, *a, **kw: shown.append(obj))
-    return shown
-
-
-def html_of(shown) -> str:
-    assert all(isinstance(o, HTML) for o in shown)
-    return "\n".join(o.data for o in shown)
 
 
 def images_of(shown) -> list[bytes]:

@@ -89,6 +89,7 @@ def test_run_report_has_one_typed_parameters_cell():
     params = papermill.inspect_notebook(str(NOTEBOOKS / "run_report.ipynb"))
     assert {name: p["inferred_type_name"] for name, p in params.items()} == {
         "run_dir": "str", "out_dir": "str", "report_dir": "str", "allow_invalid": "bool", "skip_evidence": "bool", "slices": "list[str]",
+        "quarantine_threshold": "float", "clusters": "list[str]",
     }
     assert all(p["help"] for p in params.values())  # each one commented
     assert json.loads(params["run_dir"]["default"]) == "../data/sample-run"

@@ -7,6 +7,8 @@
                U: "unknown (eligible)", X: "unknown (not eligible)", ".": "no record"};
   var CLASS_OF = {S: "success", A: "agent", E: "environment", V: "evaluation", K: "skipped", U: "unknown", X: "unknown"};
   var INELIGIBLE = {E: 1, V: 1, K: 1, X: 1};
+  var CONSISTENCY = ["stable pass", "stable fail", "inconsistent"];
+  var INEL_NAMES = ["environment", "evaluation", "skipped", "unknown"];
   var MAX_CELLS = 24, DETAIL_STEP = 100;
   var INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
   var SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"};
@@ -76,6 +78,12 @@
       }
       this.kSucc[i] = s; this.flags.push(f);
     }
+    this.hasHealth = !!T.quarantine && T.quarantine.some(function (v) { return v != null; });
+    this.inelShare = [];
+    for (i = 0; i < n; i++) {
+      var inel = T.ineligible ? T.ineligible[i] : null, m = T.attempts[i];
+      this.inelShare.push(inel && m ? (inel[0] + inel[1] + inel[2] + inel[3]) / m : null);
+    }
     this.labelText = [];
     for (i = 0; i < n; i++) {
       var parts = [];
@@ -94,7 +102,12 @@
       {key: "attempts", label: "attempts", value: num("attempts"), fmt: fmtCount, numeric: true},
       {key: "eligible", label: "eligible", value: num("eligible"), fmt: fmtCount, numeric: true},
       {key: "successes", label: "successes", value: num("successes"), fmt: fmtCount, numeric: true},
-      {key: "k_eligible", label: "k-eligible", value: num("k_eligible"), fmt: function (v) { return v ? "yes" : "no"; }, numeric: true},
+      {key: "k_eligible", label: "k-eligible", value: num("k_eligible"), fmt: function (v) { return v ? "yes" : "no"; }, numeric: true,
+       hide: this.hasHealth},  /* the consistency column says it: null there is "not k-eligible" */
+      {key: "consistency", label: "consistency", value: num("consistency"), fmt: function (v) { return CONSISTENCY[v]; },
+       none: "not k-eligible", hide: !this.hasHealth},
+      {key: "ineligible", label: "ineligible", value: function (i) { return self.inelShare[i]; }, render: this.inelCell.bind(this),
+       cls: "cbx-inelcol", hide: !this.hasHealth},
       {key: "first_success", label: "first success", value: num("first_success"), fmt: fmtCount, numeric: true, none: "none"},
       {key: "wall_to_first", label: "time to 1st success", value: num("wall_to_first"), fmt: fmtMs, numeric: true},
       {key: "tokens_to_first", label: "tokens to 1st success", value: num("tokens_to_first"), fmt: fmtCount, numeric: true},
@@ -125,17 +138,21 @@
     this.cls = this.control(box, "has an attempt of class", select([["", "any"]].concat(d.classes.slice(1).map(function (c) { return [c, c]; }))));
     this.stg = this.control(box, "has a failure stage", select([["", "any"]].concat(d.stages.map(function (s, i) { return [String(i), s]; }))));
     this.inel = el("input"); this.inel.type = "checkbox"; this.control(box, "has an ineligible attempt", this.inel);
+    this.health = [];
+    if (this.hasHealth) {
+      this.cons = this.control(box, "consistency in 1.." + this.k, select([["", "any"], ["0", "stable pass"], ["1", "stable fail"],
+        ["2", "inconsistent"], ["none", "not k-eligible"]]));
+      this.suite = this.control(box, "suite health", select([["", "any"], ["quarantine", "quarantine candidate"],
+        ["suite", "has environment or evaluation"], ["clean", "no ineligible attempt"]]));
+      this.health = [this.cons, this.suite];
+    }
     this.labelSel = d.tasks.labels.map(function (L) {
       return self.control(box, "label " + visible(L.name), select([["", "any"]].concat(L.values.map(function (v, i) { return [String(i), visible(v)]; }))));
     });
     this.sortSel = this.control(box, "sort by", select([["", "plan order"]].concat(this.columns().map(function (c) { return [c.key, c.label]; }))));
     this.dirSel = this.control(box, "order", select([["1", "ascending"], ["-1", "descending"]]));
     var clear = el("button", "cbx-btn", "clear filters"); clear.type = "button"; box.appendChild(clear);
-    clear.addEventListener("click", function () {
-      [self.q, self.pat].forEach(function (x) { x.value = ""; });
-      [self.succ, self.cls, self.stg, self.sortSel].concat(self.labelSel).forEach(function (x) { x.value = ""; });
-      self.inel.checked = false; self.reset();
-    });
+    clear.addEventListener("click", function () { self.clearFilters(); self.reset(); });
     root.appendChild(box);
     root.appendChild(this.legend());
     this.status = el("p", "cbx-status"); this.status.setAttribute("aria-live", "polite"); root.appendChild(this.status);
@@ -182,6 +199,39 @@
     return s;
   }
   Explorer.prototype.reset = function () { this.page = 0; this.apply(); };
+  Explorer.prototype.clearFilters = function () {
+    [this.q, this.pat].forEach(function (x) { x.value = ""; });
+    [this.succ, this.cls, this.stg, this.sortSel].concat(this.labelSel, this.health).forEach(function (x) { x.value = ""; });
+    this.inel.checked = false;
+  };
+  Explorer.prototype.healthMatches = function (i) {  /* the consistency and suite-health filters (metrics.json health.per_task) */
+    var T = this.d.tasks, cv = this.cons.value, hv = this.suite.value, c = T.consistency[i], inel = T.ineligible[i];
+    if (cv !== "" && (cv === "none" ? c != null : c !== Number(cv))) return false;
+    if (hv === "quarantine" && T.quarantine[i] !== 1) return false;
+    if (hv === "suite" && !(inel && inel[0] + inel[1] > 0)) return false;
+    if (hv === "clean" && !(inel && inel[0] + inel[1] + inel[2] + inel[3] === 0)) return false;
+    return true;
+  };
+  Explorer.prototype.inelCell = function (i) {  /* "2 of 3", by class on hover (the grid colours each attempt); sorted by the share */
+    var T = this.d.tasks, inel = T.ineligible[i], box = el("span");
+    if (!inel || !T.attempts[i]) { box.appendChild(na(T.attempts[i] === 0 ? "no attempt" : "n/a")); return box; }
+    var total = inel[0] + inel[1] + inel[2] + inel[3], parts = [];
+    INEL_NAMES.forEach(function (name, j) { if (inel[j]) parts.push(name + " " + fmtCount(inel[j])); });
+    box.textContent = fmtCount(total) + " of " + fmtCount(T.attempts[i]);
+    box.title = "not agent-eligible: " + (parts.join(", ") || "none") + " (of " + fmtCount(T.attempts[i]) + " counted attempts)";
+    return box;
+  };
+  Explorer.prototype.focus = function (i) {  /* a link #ROOT-task-N: task N (plan position) opened, on its page, in view */
+    if (!(i >= 0 && i < this.n)) return;
+    this.clearFilters(); this.open[i] = this.open[i] || DETAIL_STEP; this.page = 0; this.apply();
+    this.page = Math.floor(this.rows.indexOf(i) / this.pageSize); this.render();
+    var tr = this.tbody.querySelector('tr.cbx-row[data-task="' + i + '"]');
+    if (!tr) return;
+    var prev = this.tbody.querySelector("tr.cbx-focus");
+    if (prev) prev.classList.remove("cbx-focus");
+    tr.classList.add("cbx-focus"); tr.scrollIntoView({block: "start"});
+    var b = tr.querySelector(".cbx-open"); if (b) b.focus({preventScroll: true});
+  };
   Explorer.prototype.matches = function (i) {
     var T = this.d.tasks, o = T.outcomes[i], k = this.k, f = this.flags[i];
     if (this.qv && T.id[i].toLowerCase().indexOf(this.qv) < 0) return false;
@@ -201,6 +251,7 @@
     var cl = this.cls.value;
     if (cl && !(cl === "unknown" ? (f.U || f.X) : f[{agent: "A", environment: "E", evaluation: "V", skipped: "K"}[cl]])) return false;
     if (this.stg.value !== "" && !(this.stageMask[i] & (1 << Number(this.stg.value)))) return false;
+    if (this.hasHealth && !this.healthMatches(i)) return false;
     for (var L = 0; L < this.labelSel.length; L++) {
       var v = this.labelSel[L].value;
       if (v !== "" && T.labels[L].codes[i] !== Number(v)) return false;
@@ -253,10 +304,17 @@
         b.appendChild(el("span", "cbx-caret", self.open[i] ? "\u25be" : "\u25b8")); b.appendChild(idText(T.id[i]));
         b.addEventListener("click", function () { self.toggle(i); });
         td.appendChild(b);
+        if (self.hasHealth && T.quarantine[i] === 1) {
+          var q = el("span", "cbx-tag cbx-quarantine", "quarantine");
+          q.title = "quarantine candidate: environment and evaluation attempts reach the threshold; the suite, not the agent, fails here";
+          td.appendChild(q);
+        }
       } else if (c.key === "outcomes") {
         td.appendChild(self.grid(i));
       } else if (c.key === "labels") {
         td.appendChild(document.createTextNode(visible(self.labelText[i])));
+      } else if (c.render) {
+        td.appendChild(c.render(i));
       } else {
         var v = c.value(i), text = v == null ? null : c.fmt(v);
         td.appendChild(text == null ? na(v == null && c.none ? c.none : "n/a") : document.createTextNode(text));
@@ -355,9 +413,21 @@
       var island = document.getElementById(root.getAttribute("data-island"));
       if (!island) continue;
       root.setAttribute("data-booted", "1");
-      new Explorer(root, JSON.parse(island.textContent));
+      explorers[root.id] = new Explorer(root, JSON.parse(island.textContent));
       root.setAttribute("data-ready", "1");
     }
+    follow(location.hash);
   }
+  var explorers = {}, LINK = /^#(.+)-task-(\d+)$/;
+  function follow(hash) {  /* "#cb-explorer-task-3" opens task 3 of the explorer cb-explorer */
+    var m = LINK.exec(hash || "");
+    if (m && explorers[m[1]]) { explorers[m[1]].focus(Number(m[2])); return true; }
+    return false;
+  }
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest ? e.target.closest("a[href^='#']") : null;
+    if (a && follow(a.getAttribute("href"))) e.preventDefault();
+  });
+  window.addEventListener("hashchange", function () { follow(location.hash); });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot); else boot();
 })();
