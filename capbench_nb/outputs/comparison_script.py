@@ -3,12 +3,16 @@
 Both are constants of our own: no run data is ever spliced into them.  The
 script reads the flipped tasks from an inert JSON element of its section
 (``JSON.parse(textContent)``) and builds the table with ``createElement`` and
-``textContent`` only: no ``innerHTML``, no ``eval``, nothing from the network.
+``textContent`` only: no ``innerHTML``, no ``eval``, nothing from the network.  The sortable
+table with openable rows is shared with board.html: ``page_assets/tables.js``, inlined in the
+same ``<script>`` element before the page's own script (:func:`with_tables`).
 """
 
 from __future__ import annotations
 
-__all__ = ["COMPARISON_CSS", "FLIPS_SCRIPT", "flips_script"]
+from importlib import resources
+
+__all__ = ["COMPARISON_CSS", "FLIPS_SCRIPT", "flips_script", "page_asset", "with_tables"]
 
 COMPARISON_CSS = """
 .cbc { font-size: 14px; line-height: 1.45; max-width: 100%; overflow-wrap: anywhere; }
@@ -83,6 +87,7 @@ COMPARISON_CSS = """
 """
 
 #: The flipped-tasks table; ``__ROOT__`` is replaced by the section's element id (hex digits of our own).
+#: The table itself is ``page_assets/tables.js`` (``cbcTables``), inlined before it (:func:`with_tables`).
 FLIPS_SCRIPT = """
 (function () {
   "use strict";
@@ -92,79 +97,18 @@ FLIPS_SCRIPT = """
   var data = JSON.parse(root.querySelector(".cbc-data").textContent);
   var fallback = root.querySelector(".cbc-fallback");
   if (fallback) { fallback.hidden = true; }
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) { e.className = cls; }
-    if (text !== undefined && text !== null) { e.textContent = String(text); }
-    return e;
-  }
-  var controls = el("div", "cbc-controls");
+  var el = cbcTables.el;
   var search = el("input");
   search.type = "search";
   search.placeholder = "filter by task id";
   search.setAttribute("aria-label", "filter flipped tasks by task id");
   var count = el("span", "cbc-muted cbc-count");
-  var sorter = el("select");
-  sorter.setAttribute("aria-label", "sort flipped tasks by");
-  sorter.appendChild(el("option", "", "sort: plan order")).value = "-1";
-  data.columns.forEach(function (col, c) {
-    sorter.appendChild(el("option", "", "sort by " + col.label)).value = String(c);
-  });
-  var reverse = el("button", "", "reverse");
-  reverse.type = "button";
-  sorter.addEventListener("change", function () { sortBy(Number(sorter.value), 1); });
-  reverse.addEventListener("click", function () { sortBy(state.col, -state.dir); });
-  controls.appendChild(search);
-  controls.appendChild(sorter);
-  controls.appendChild(reverse);
-  controls.appendChild(count);
-  var table = el("table", "cbc-t cbc-cards cbc-flips");
-  var thead = el("thead"), head = el("tr"), tbody = el("tbody");
-  var state = { col: -1, dir: 1 };
-  data.columns.forEach(function (col, c) {
-    var th = el("th", col.num ? "cbc-num" : "");
-    th.setAttribute("scope", "col");
-    var b = el("button", "", col.label);
-    b.type = "button";
-    if (col.help) { b.title = col.help; }
-    b.addEventListener("click", function () { sortBy(c, state.col === c ? -state.dir : 1); });
-    th.appendChild(b);
-    head.appendChild(th);
-  });
-  thead.appendChild(head);
-  table.appendChild(thead);
-  table.appendChild(tbody);
-  var rows = data.tasks.map(function (task, i) {
-    var tr = el("tr");
-    task.cells.forEach(function (text, c) {
-      var td = el("td", data.columns[c].num ? "cbc-num" : "");
-      td.setAttribute("data-label", data.columns[c].label);
-      if (c === 0) {
-        var b = el("button", "cbc-open", text);
-        b.type = "button";
-        b.setAttribute("aria-expanded", "false");
-        b.addEventListener("click", function () { toggle(i, b); });
-        td.appendChild(b);
-      } else {
-        td.textContent = text;
-      }
-      tr.appendChild(td);
-    });
-    return { tr: tr, detail: null, task: task, index: i };
-  });
   function attemptsTable(side) {
     var box = el("div");
     box.appendChild(el("h4", "", side.label));
     if (!side.rows.length) { box.appendChild(el("p", "cbc-muted", side.empty)); return box; }
-    var t = el("table", "cbc-t"), h = el("tr"), body = el("tbody");
-    data.attempt_columns.forEach(function (name, c) {
-      var th = el("th", c >= data.attempt_num_from ? "cbc-num" : "", name);
-      th.setAttribute("scope", "col");
-      h.appendChild(th);
-    });
-    var th0 = el("thead");
-    th0.appendChild(h);
-    t.appendChild(th0);
+    var t = el("table", "cbc-t"), body = el("tbody");
+    t.appendChild(cbcTables.headRow(data.attempt_columns, data.attempt_num_from));
     side.rows.forEach(function (row) {
       var tr = el("tr");
       row.cells.forEach(function (text, c) {
@@ -187,74 +131,54 @@ FLIPS_SCRIPT = """
     });
     return box;
   }
-  function toggle(i, button) {
-    var row = rows[i];
-    if (row.detail) {
-      row.detail.parentNode.removeChild(row.detail);
-      row.detail = null;
-      button.setAttribute("aria-expanded", "false");
-      return;
-    }
-    var tr = el("tr", "cbc-detail-row"), td = el("td");
-    td.colSpan = data.columns.length;
-    var detail = data.attempts[row.task.id];
+  function detail(task) {
+    var sides = data.attempts[task.id];
     var box = el("div", "cbc-detail");
-    if (!detail) {
+    if (!sides) {
       box.appendChild(el("p", "cbc-muted", data.no_detail));
     } else {
-      box.appendChild(attemptsTable(detail.a));
-      box.appendChild(attemptsTable(detail.b));
+      box.appendChild(attemptsTable(sides.a));
+      box.appendChild(attemptsTable(sides.b));
     }
-    td.appendChild(box);
-    tr.appendChild(td);
-    row.tr.parentNode.insertBefore(tr, row.tr.nextSibling);
-    row.detail = tr;
-    button.setAttribute("aria-expanded", "true");
+    return box;
   }
-  function compare(x, y) {
-    if (x === y) { return 0; }
-    if (x === null) { return 1; }
-    if (y === null) { return -1; }
-    return x < y ? -1 : 1;
-  }
-  function sortBy(c, dir) {
-    state.col = c;
-    state.dir = dir;
-    sorter.value = String(c);
-    rows.sort(function (p, q) {
-      if (c < 0) { return (p.index - q.index) * dir; }
-      var r = compare(p.task.keys[c], q.task.keys[c]);
-      if (r !== 0 && p.task.keys[c] !== null && q.task.keys[c] !== null) { r *= dir; }
-      return r || p.index - q.index;
-    });
-    Array.prototype.forEach.call(head.children, function (th, j) {
-      if (j === c) { th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending"); }
-      else { th.removeAttribute("aria-sort"); }
-    });
-    render();
-  }
-  function render() {
-    var needle = search.value.toLowerCase(), shown = 0;
-    while (tbody.firstChild) { tbody.removeChild(tbody.firstChild); }
-    rows.forEach(function (row) {
-      if (needle && row.task.id.toLowerCase().indexOf(needle) < 0) { return; }
-      shown += 1;
-      tbody.appendChild(row.tr);
-      if (row.detail) { tbody.appendChild(row.detail); }
-    });
-    count.textContent = shown + " of " + rows.length + " flipped tasks";
-  }
-  search.addEventListener("input", render);
+  var flips = cbcTables.sortable({
+    columns: data.columns, rows: data.tasks, className: "cbc-t cbc-cards cbc-flips", open: 0,
+    sortLabel: "sort flipped tasks by", orderLabel: "sort: plan order", detail: detail,
+    filter: function (task) {
+      var needle = search.value.toLowerCase();
+      return !needle || task.id.toLowerCase().indexOf(needle) >= 0;
+    },
+    drawn: function (shown, total) { count.textContent = shown + " of " + total + " flipped tasks"; }
+  });
+  search.addEventListener("input", flips.draw);
+  var controls = el("div", "cbc-controls");
+  [search, flips.sorter, flips.reverse, count].forEach(function (node) { controls.appendChild(node); });
   var mount = root.querySelector(".cbc-mount");
   mount.appendChild(controls);
-  mount.appendChild(table);
-  render();
+  mount.appendChild(flips.table);
+  flips.draw();
 })();
 """
 
 
+def page_asset(name: str) -> str:
+    """The text of ``page_assets/<name>`` (a style sheet or script of our own, shipped with the package)."""
+    return resources.files("capbench_nb.outputs").joinpath("page_assets", name).read_text(encoding="utf-8")
+
+
+def with_tables(script: str) -> str:
+    """``script`` preceded by the shared sortable table (``page_assets/tables.js``): one ``<script>``'s text.
+
+    In one element, so that the table code has run before ``script`` wherever the HTML is inserted
+    (a page or a notebook output).
+    """
+    return page_asset("tables.js") + script
+
+
 def flips_script(root_id: str) -> str:
-    """:data:`FLIPS_SCRIPT` for the section whose element id is ``root_id`` (``cbc-`` and hex digits only)."""
+    """:data:`FLIPS_SCRIPT` for the section whose element id is ``root_id`` (``cbc-`` and hex digits only),
+    after the shared table code (:func:`with_tables`)."""
     if not (root_id.startswith("cbc-") and all(ch in "0123456789abcdef" for ch in root_id[4:])):
         raise ValueError(f"not a section id of ours: {root_id!r}")
-    return FLIPS_SCRIPT.replace("__ROOT__", root_id)
+    return with_tables(FLIPS_SCRIPT.replace("__ROOT__", root_id))

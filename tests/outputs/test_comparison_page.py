@@ -258,6 +258,13 @@ def test_flipped_tasks_sort_and_open_both_runs_attempts(open_page, pages, width)
         assert len(cells) == 3
         successes = [c == "success" for c in cells]
         assert sum(successes) == int(attempts["success"].astype(bool).sum())
+    # after sorting, a row opens its own detail, right below it (not the row that had its place before)
+    last = page.locator("table.cbc-flips button.cbc-open").last
+    last_task = last.inner_text()
+    last.click()
+    below = page.locator("table.cbc-flips > tbody > tr").last
+    assert below.get_attribute("class") == "cbc-detail-row"
+    assert below.evaluate("tr => tr.previousElementSibling.querySelector('button.cbc-open').textContent") == last_task
     # filter by task id
     page.fill(".cbc-controls input", task)
     assert page.locator("table.cbc-flips > tbody > tr:not(.cbc-detail-row)").count() >= 1
