@@ -54,11 +54,13 @@ _EXPORTS = {
     "import_inspect": ".records.importers",
     "import_taubench": ".records.importers",
     "import_tau2bench": ".records.importers",
+    "board": ".metrics.board",
 }
 
 if TYPE_CHECKING:  # static analysers see the eager imports
     from capbench_nb.metrics.comparison import compare_runs
     from capbench_nb.records.importers import import_inspect, import_tau2bench, import_taubench
+    from capbench_nb.metrics.board import board
     from capbench_nb.errors import InvalidRunError
     from capbench_nb.metrics.document import compute_metrics
     from capbench_nb.outputs.export import write_metrics
@@ -146,5 +148,6 @@ __all__ = [
     "import_inspect",
     "import_taubench",
     "import_tau2bench",
+    "board",
     "build_report",
 ]

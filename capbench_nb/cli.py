@@ -1,8 +1,8 @@
 """The ``capbench-nb`` command line.
 
-Exit codes: 0 success; 1 ``verify`` found disagreements, or ``compare --strict``
+Exit codes: 0 success; 1 ``verify`` or ``verify-board`` found disagreements, or ``compare --strict``
 found compatibility warnings of a kind not allowed with ``--allow-diff``; 2 bad input or usage
-(one line on stderr naming file, line and rule; no traceback); 3 ``report`` or ``compare``:
+(one line on stderr naming file, line and rule; no traceback); 3 ``report``, ``compare`` or ``board``:
 the notebook failed (one line naming the cell and the exception); 130 interrupted by
 SIGINT, 143 by SIGTERM (one line, ``capbench-nb: interrupted``: the previous outputs stay, or the
 complete new ones when the signal came after they were switched; no staging folder, kernel or
@@ -109,7 +109,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write selection.jsonl: a best-of-k selector whose pick succeeds with this probability "
                         "on a task with a success among attempts 1..k (its truth goes into simulation.json)")
     _add_import_parser(sub)
+    _add_board_parsers(sub)
     return parser
+
+
+def _add_board_parsers(sub) -> None:
+    p = sub.add_parser("board", help="a board of many runs: DIR/board.json, board.md, board.html (spec section 10)")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run directories, in board order (#1, #2, ...)")
+    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: ./board)")
+    # options parsed in _board_options, so that a bad value is one line (argparse prints its usage too)
+    p.add_argument("--metric", default="pass@1", metavar="M",
+                   help="the metric of groups, ranks and the frontier: pass@1 (default), pass@k, pass^k, or "
+                        "selected@k when every run has a selection.jsonl at the common k")
+    p.add_argument("--alpha", default="0.05", metavar="A",
+                   help="a run joins a group when its Holm-adjusted p against the group's first run is >= A "
+                        "(default 0.05)")
+    p.add_argument("--seed", default="0", metavar="S", help="seed of the rank bootstrap (default 0)")
+    p.add_argument("--resamples", default="2000", metavar="B", help="bootstrap resamples (default 2000; 0: none)")
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="skip invalid lines of results.jsonl in any run, listing each under anomalies")
+    _add_skip_evidence(p)
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="papermill's progress bar on stderr (default: only on a terminal)")
+    p = sub.add_parser("verify-board", help="recompute a board from its runs and list every disagreement with "
+                                            "DIR/board.json and board.md")
+    p.add_argument("out", metavar="DIR", help="the board's output directory (board.json, board.md)")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="the board's run directories, in its order")
 
 
 def _add_import_parser(sub) -> None:
@@ -276,6 +301,51 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _board_options(args: argparse.Namespace) -> dict:
+    """``metric``, ``alpha``, ``seed`` and ``resamples`` of ``board``, checked; ValueError (one sentence) if not."""
+    from capbench_nb.metrics.board import check_board_options
+
+    def number(kind, name: str, text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"--{name} takes {'a number' if kind is float else 'an integer'}, got {text!r}") from None
+
+    options = {"metric": args.metric, "alpha": number(float, "alpha", args.alpha),
+               "seed": number(int, "seed", args.seed), "resamples": number(int, "resamples", args.resamples)}
+    check_board_options(**options, runs=len(args.runs))
+    return options
+
+
+def _cmd_board(args: argparse.Namespace) -> int:
+    from capbench_nb.outputs.boardrun import build_board
+    from capbench_nb.outputs.reportrun import ReportError
+
+    out = Path(args.out) if args.out else Path("board")
+    try:
+        options = _board_options(args)  # checked before any run is read
+        path = build_board(args.runs, out, **options, allow_invalid=args.allow_invalid,
+                           skip_evidence=args.skip_evidence, progress=args.progress)
+    except InvalidRunError:
+        raise  # a run, or the output directory: reported by main with its own rule
+    except ValueError as exc:  # a usage error; --metric selected@k while some run has none is known once runs are read
+        print(f"{PROG}: error: {one_line(exc)} [rule: board-options]", file=sys.stderr)
+        return EXIT_INVALID
+    except ReportError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_REPORT
+    print(path)
+    return EXIT_OK
+
+
+def _cmd_verify_board(args: argparse.Namespace) -> int:
+    from capbench_nb.outputs.board import verify_board
+
+    out = one_line(args.out)
+    return _disagreements(verify_board(args.out, args.runs), f"{out} and the runs",
+                          f"the board in {out} agrees with its {len(args.runs)} runs")
+
+
 def _invalid_lines(out: Path) -> int:
     """Invalid lines of results.jsonl and selection.jsonl in the metrics.json just written (0 if unreadable)."""
     import json
@@ -346,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
                "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare,
-               "import": _cmd_import}[args.command]
+               "import": _cmd_import, "board": _cmd_board, "verify-board": _cmd_verify_board}[args.command]
     # SIGINT: KeyboardInterrupt; SIGTERM: interrupts.Terminated, its subclass.  argv None: the program itself.
     with interrupts.handling(final=argv is None):
         interrupted = None
@@ -369,8 +439,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _restore_moved_runs(args: argparse.Namespace) -> None:
     """A run directory that a killed ``import --force`` left moved aside is put back first (io.publish.restore):
-    the command's run, or both runs of ``compare``."""
-    paths = [getattr(args, name, None) for name in ("run_dir", "run_a", "run_b")]
+    the command's run, both runs of ``compare``, every run of ``board`` and ``verify-board``."""
+    paths = [getattr(args, name, None) for name in ("run_dir", "run_a", "run_b")] + list(getattr(args, "runs", None) or [])
     for path in paths:
         if path:
             publish.restore(Path(path))

@@ -933,6 +933,36 @@ def write_selection(run: Path, lines: list) -> Path:
     return run
 
 
+#: Hand-made runs for boards with a selector: ``{name: (attempt codes per task, selection lines or None)}``.
+#: A and B (k = 3) plan t1..t8 (A also "x"); C has no selection.jsonl; D has one but k = 4.  Board
+#: selected@3, common tasks t1..t8: A enters t1-t5 and t8 (t6 is not k-eligible, t7 was shown (1, 2))
+#: and its pick succeeds on t1 only: 1/6 (its own selected@3 counts x too: 2/7); B enters all 8, its
+#: pick succeeds on t2-t6: 5/8.  Paired on the 6 tasks entering in both: A only t1, B only t2-t5.
+SELECTION_BOARD = {
+    "A": ({"t1": "SAA", "t2": "ASA", "t3": "AAS", "t4": "SSS", "t5": "SAA", "t6": "SAE", "t7": "ASS", "t8": "AAA",
+           "x": "SSS"},
+          [pick("t1", 1), pick("t2", 1), pick("t3", 1), pick("t4", None), pick("t5", 2), pick("t6", 1),
+           pick("t7", 2, (1, 2)), pick("t8", 1), pick("x", 1)]),
+    "B": ({"t1": "AAA", "t2": "SSA", "t3": "AAS", "t4": "SAA", "t5": "SAS", "t6": "SSS", "t7": "AAA", "t8": "AAA"},
+          [pick("t1", 1), pick("t2", 1), pick("t3", 3), pick("t4", 1), pick("t5", 3, (3, 1, 2)), pick("t6", 2),
+           pick("t7", None), pick("t8", 2)]),
+    "C": ({f"t{i}": "SSA" for i in range(1, 9)}, None),
+    "D": ({f"t{i}": "SAAA" for i in range(1, 9)}, [pick(f"t{i}", 1, (1, 2, 3, 4)) for i in range(1, 9)]),
+}
+
+
+def selection_board(root: Path, names: str = "ABCD") -> list[Path]:
+    """The runs ``names`` of :data:`SELECTION_BOARD` written under ``root`` (run id = name), in that order."""
+    paths = []
+    for name in names:
+        spec, lines = SELECTION_BOARD[name]
+        doc = manifest([(t, len(c)) for t, c in spec.items()])
+        doc["run_id"] = name
+        path = write_run(root / name, doc, outcomes(spec))
+        paths.append(write_selection(path, lines) if lines is not None else path)
+    return paths
+
+
 # --------------------------------------------------------------------------- report displays
 
 

@@ -300,6 +300,11 @@ def _new_staging(out: Path) -> Path:
         return publish.inner_staging(out)
 
 
+#: The execute-then-publish step above, for the other notebook builds of ``capbench_nb.outputs``
+#: (``boardrun.build_board``), which must not copy it.
+build_outputs = _build
+
+
 def _complete(staging: Path, nb: Any, source: Path, *, written: tuple[str, ...], stem: str, title: str) -> None:
     """The staging folder made the complete set of outputs: the files of ``written`` (the notebook's),
     ``<stem>.ipynb`` and ``<stem>.html``, one mode, fsynced; the notebook's scratch files removed."""

@@ -72,6 +72,22 @@ def test_leftovers_of_the_earlier_two_renames_are_restored(two_imports, tmp_path
     assert tree_hashes(run) == two_imports["new_tree"] and _beside(run) == []
 
 
+@pytest.mark.parametrize("command", ["board", "verify-board"])
+def test_board_commands_put_back_every_run_moved_aside(two_imports, tmp_path, command):
+    """RUN missing and its old run in a ``.previous`` folder, for the second and third runs of a board: both are
+    put back before the command does anything else (here it then stops on a bad option / a missing board)."""
+    runs = [tmp_path / f"run{i}" for i in range(3)]
+    shutil.copytree(two_imports["old"], runs[0])
+    for run in runs[1:]:
+        shutil.copytree(two_imports["new"], tmp_path / f".{run.name}.capbench-import-k2j4.previous")
+    out = tmp_path / "out"
+    argv = ["board", *runs, "--out", out, "--resamples", "-1"] if command == "board" else ["verify-board", out, *runs]
+    rc, _, err = cli(*argv)
+    assert rc == 2 and f"[rule: {'board-options' if command == 'board' else 'board-missing'}]" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run0", "run1", "run2"]  # nothing left beside
+    assert [tree_hashes(run) for run in runs] == [two_imports["old_tree"]] + [two_imports["new_tree"]] * 2
+
+
 def test_an_input_inside_the_run_to_replace_is_refused(two_imports, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(two_imports["old"], run)
