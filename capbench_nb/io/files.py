@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 import stat
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
+from capbench_nb.errors import InvalidRunError
 from capbench_nb.io.pointer import EvidenceError
 
-__all__ = ["NotARegularFile", "open_input", "read_regular_file", "checked_stat", "check_relative_path", "inside",
-           "sha256_file"]
+__all__ = ["NotARegularFile", "open_input", "input_errors", "read_regular_file", "checked_stat", "check_relative_path",
+           "inside", "sha256_file"]
 
 
 def check_relative_path(path: str, what: str) -> None:
@@ -53,6 +55,24 @@ def open_input(path: str | os.PathLike, *, null_device: bool = True) -> BinaryIO
     except BaseException:
         os.close(fd)
         raise
+
+
+@contextlib.contextmanager
+def input_errors(file: str, name: str, *, missing_rule: str, missing: str, unreadable_rule: str) -> Iterator[None]:
+    """Opening and reading one of the run's input files (``name``, e.g. ``results.jsonl``) inside the
+    block: an ``OSError`` becomes one :class:`~capbench_nb.errors.InvalidRunError` on ``file``.
+
+    A missing file gives ``missing_rule`` with the message ``missing``; a directory, or any other
+    error (:class:`NotARegularFile` included), ``unreadable_rule``.
+    """
+    try:
+        yield
+    except FileNotFoundError:
+        raise InvalidRunError(file, missing_rule, missing) from None
+    except IsADirectoryError:
+        raise InvalidRunError(file, unreadable_rule, f"{name} is a directory, not a file") from None
+    except OSError as exc:
+        raise InvalidRunError(file, unreadable_rule, f"cannot read {name}: {exc.strerror}") from None
 
 
 def read_regular_file(path: str | os.PathLike) -> bytes:

@@ -27,7 +27,7 @@ from capbench_nb.format import (
     INVARIANTS, MAX_LINE_BYTES, MAX_SAFE_NUMBER, RECORD, RECORD_CHECK_ORDER, RECORD_COLUMNS, RECORD_DTYPES,
     RECORD_FIELDS, RECORD_TELEMETRY, RESULTS, TELEMETRY_FIELDS, Field, facts_of,
 )
-from capbench_nb.io.files import check_relative_path, open_input
+from capbench_nb.io.files import check_relative_path, input_errors, open_input
 from capbench_nb.io.jsonparse import (
     SURROGATE_ESCAPE, JsonMessages, find_surrogate, is_int, is_number, json_reason, json_type_name, parse_strict,
     short, size_text, surrogate_message,
@@ -203,17 +203,6 @@ def _readable_ids(obj: Any) -> tuple[str | None, int | None]:
     return (tid if isinstance(tid, str) else None, att if is_int(att) and 1 <= att <= MAX_SAFE_NUMBER else None)
 
 
-def _open_results(path: str | os.PathLike, file: str):
-    try:
-        return open_input(path)
-    except FileNotFoundError:
-        raise InvalidRunError(file, "results-missing", "the run has no results.jsonl") from None
-    except IsADirectoryError:
-        raise InvalidRunError(file, "results-unreadable", "results.jsonl is a directory, not a file") from None
-    except OSError as exc:
-        raise InvalidRunError(file, "results-unreadable", f"cannot read results.jsonl: {exc.strerror}") from None
-
-
 #: How a line of results.jsonl words a failed parse (the reader adds the line).
 _LINE_MESSAGES = JsonMessages(utf8="not valid UTF-8 at byte {start} of the line", utf8_rule="utf-8")
 
@@ -263,44 +252,42 @@ def read_results_exact(
     invalid: list[dict] = []
     reasons: dict[str, str] = {}  # one string per distinct reason: 10 million invalid lines share a few
     digest = hashlib.sha256()
-    with _open_results(path, file) as fh:
-        try:
-            lineno = 0
-            readline = fh.readline
-            while True:
-                raw = readline(MAX_LINE_BYTES + 1)  # a line that never ends is not read to the end
-                if not raw:
-                    break
-                lineno += 1
-                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                    if strict:
-                        _raise_earliest_duplicate(columns, lines, file)
-                    raise InvalidRunError(
-                        file, "line-too-long",
-                        f"the line is longer than {size_text(MAX_LINE_BYTES)}, the limit this toolkit reads (a record "
-                        "is a few hundred bytes); the file is refused as a whole", line=lineno)
-                digest.update(raw)
-                stripped = raw.strip()
-                if not stripped:
-                    continue
-                obj = None
-                try:
-                    obj = parse_line(raw, stripped, lineno)
-                    values = record_values(obj, resolver)
-                except Violation as exc:
-                    if strict:
-                        _raise_earliest_duplicate(columns, lines, file)
-                        raise InvalidRunError(file, exc.rule, exc.reason, line=lineno) from None
-                    tid, att = _readable_ids(obj)
-                    reason = reasons.setdefault(exc.reason, exc.reason) if len(reasons) < 4096 else exc.reason
-                    invalid.append({"kind": "invalid_line", "task_id": tid, "attempt": att, "line": lineno,
-                                    "reason": reason, "rule": exc.rule})
-                    continue
-                lines.append(lineno)
-                for append, value in zip(appenders, values):
-                    append(value)
-        except OSError as exc:
-            raise InvalidRunError(file, "results-unreadable", f"cannot read results.jsonl: {exc.strerror}") from None
+    with input_errors(file, RESULTS, missing_rule="results-missing", missing="the run has no results.jsonl",
+                      unreadable_rule="results-unreadable"), open_input(path) as fh:
+        lineno = 0
+        readline = fh.readline
+        while True:
+            raw = readline(MAX_LINE_BYTES + 1)  # a line that never ends is not read to the end
+            if not raw:
+                break
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                if strict:
+                    _raise_earliest_duplicate(columns, lines, file)
+                raise InvalidRunError(
+                    file, "line-too-long",
+                    f"the line is longer than {size_text(MAX_LINE_BYTES)}, the limit this toolkit reads (a record "
+                    "is a few hundred bytes); the file is refused as a whole", line=lineno)
+            digest.update(raw)
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            obj = None
+            try:
+                obj = parse_line(raw, stripped, lineno)
+                values = record_values(obj, resolver)
+            except Violation as exc:
+                if strict:
+                    _raise_earliest_duplicate(columns, lines, file)
+                    raise InvalidRunError(file, exc.rule, exc.reason, line=lineno) from None
+                tid, att = _readable_ids(obj)
+                reason = reasons.setdefault(exc.reason, exc.reason) if len(reasons) < 4096 else exc.reason
+                invalid.append({"kind": "invalid_line", "task_id": tid, "attempt": att, "line": lineno,
+                                "reason": reason, "rule": exc.rule})
+                continue
+            lines.append(lineno)
+            for append, value in zip(appenders, values):
+                append(value)
     records = _frame(columns, lines)
     if not records.empty:
         dup = records.duplicated(["task_id", "attempt"], keep="first").to_numpy()

@@ -12,7 +12,7 @@ from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import (
     MANIFEST, MAX_MANIFEST_BYTES, MAX_PLAN_TASKS, MAX_REPEATS, RUN_SCHEMA_VERSION, RUN_STATUSES,
 )
-from capbench_nb.io.files import open_input
+from capbench_nb.io.files import input_errors, open_input
 from capbench_nb.io.jsonparse import (
     SURROGATE_ESCAPE, JsonMessages, find_surrogate, is_int, json_error, json_type_name, parse_document, short,
     size_text, surrogate_message,
@@ -52,17 +52,11 @@ def _read_manifest_bytes(path: str | os.PathLike, file: str) -> bytes:
         file, "manifest-too-large",
         f"manifest.json is larger than {size_text(MAX_MANIFEST_BYTES)} (MAX_MANIFEST_BYTES), the most this "
         "toolkit reads; is it a manifest?")
-    try:
-        with open_input(path) as fh:
-            if os.fstat(fh.fileno()).st_size > MAX_MANIFEST_BYTES:
-                raise too_large
-            raw = fh.read(MAX_MANIFEST_BYTES + 1)  # a device such as /dev/zero never ends
-    except FileNotFoundError:
-        raise InvalidRunError(file, "manifest-missing", "the run has no manifest.json") from None
-    except IsADirectoryError:
-        raise InvalidRunError(file, "manifest-unreadable", "manifest.json is a directory, not a file") from None
-    except OSError as exc:
-        raise InvalidRunError(file, "manifest-unreadable", f"cannot read manifest.json: {exc.strerror}") from None
+    with input_errors(file, MANIFEST, missing_rule="manifest-missing", missing="the run has no manifest.json",
+                      unreadable_rule="manifest-unreadable"), open_input(path) as fh:
+        if os.fstat(fh.fileno()).st_size > MAX_MANIFEST_BYTES:
+            raise too_large
+        raw = fh.read(MAX_MANIFEST_BYTES + 1)  # a device such as /dev/zero never ends
     if len(raw) > MAX_MANIFEST_BYTES:
         raise too_large
     return raw

@@ -29,7 +29,7 @@ from capbench_nb.errors import InvalidRunError, Violation
 from capbench_nb.format import (
     MAX_LINE_BYTES, SELECTION, SELECTION_ANOMALIES, SELECTION_FIELDS, SELECTOR_FIELDS, is_safe_number,
 )
-from capbench_nb.io.files import open_input
+from capbench_nb.io.files import input_errors, open_input
 from capbench_nb.io.jsonparse import short, size_text
 from capbench_nb.records.exact_reader import field_checker, parse_line
 
@@ -152,44 +152,30 @@ class SelectionChecker:
         return values
 
 
-def _open(path: str | os.PathLike, file: str):
-    try:
-        return open_input(path, null_device=False)
-    except FileNotFoundError:
-        raise InvalidRunError(file, "selection-unreadable", "selection.jsonl is a link to nothing") from None
-    except IsADirectoryError:
-        raise InvalidRunError(file, "selection-unreadable", "selection.jsonl is a directory, not a file") from None
-    except OSError as exc:
-        raise InvalidRunError(file, "selection-unreadable", f"cannot read selection.jsonl: {exc.strerror}") from None
-
-
 def _read_lines(path: str | os.PathLike, file: str) -> tuple[list[tuple[int, Any]], int | None, str]:
     """Every non-blank line as (line, parsed object or the Violation that refused it), the line that is
     too long to read (None), and the digest of the bytes read."""
     entries: list[tuple[int, Any]] = []
     digest = hashlib.sha256()
     too_long = None
-    with _open(path, file) as fh:
-        try:
-            lineno = 0
-            while True:
-                raw = fh.readline(MAX_LINE_BYTES + 1)  # a line that never ends is not read to the end
-                if not raw:
-                    break
-                lineno += 1
-                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                    too_long = lineno
-                    break
-                digest.update(raw)
-                stripped = raw.strip()
-                if stripped:
-                    try:
-                        entries.append((lineno, parse_line(raw, stripped, lineno, file_name=SELECTION)))
-                    except Violation as exc:
-                        entries.append((lineno, exc))
-        except OSError as exc:
-            raise InvalidRunError(file, "selection-unreadable",
-                                  f"cannot read selection.jsonl: {exc.strerror}") from None
+    with input_errors(file, SELECTION, missing_rule="selection-unreadable", missing="selection.jsonl is a link to nothing",
+                      unreadable_rule="selection-unreadable"), open_input(path, null_device=False) as fh:
+        lineno = 0
+        while True:
+            raw = fh.readline(MAX_LINE_BYTES + 1)  # a line that never ends is not read to the end
+            if not raw:
+                break
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                too_long = lineno
+                break
+            digest.update(raw)
+            stripped = raw.strip()
+            if stripped:
+                try:
+                    entries.append((lineno, parse_line(raw, stripped, lineno, file_name=SELECTION)))
+                except Violation as exc:
+                    entries.append((lineno, exc))
     return entries, too_long, "sha256:" + digest.hexdigest()
 
 

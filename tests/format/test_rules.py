@@ -243,6 +243,7 @@ _RAISED = [
     re.compile(r'(?:Violation|InvalidRunError)\(\s*(?:[\w.]+(?:\([\w.]*\))?,\s*)?"([a-z0-9-]+)"'),
     re.compile(r'\bbad\(\s*(?:f?"[^"]*"|[a-z_]+),\s*"([a-z0-9-]+)"'),
     re.compile(r'\brule=\s*"([a-z0-9-]+)"'),
+    re.compile(r'\b\w+_rule=\s*"([a-z0-9-]+)"'),  # io.files.input_errors(missing_rule=..., unreadable_rule=...)
     re.compile(r'_fail\([^()]*(?:\([^()]*\)[^()]*)*,\s*"([a-z0-9-]+)"\)'),
 ]
 _READERS = ["run.py", "manifest.py", "exact_reader.py", "columnar_reader.py", "artifacts.py", "derivation.py",
