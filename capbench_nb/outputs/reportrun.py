@@ -27,6 +27,7 @@ from typing import Any
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.io import interrupts, publish
 from capbench_nb.io.atomic import fsync_directory, fsync_file, write_synced
+from capbench_nb.metrics.health import QUARANTINE_THRESHOLD, check_quarantine_threshold
 from capbench_nb.outputs.execution import INJECTED_TAG, execute_notebook, own_kernel
 from capbench_nb.records.run import load_run
 
@@ -346,7 +347,7 @@ def build_report(
     allow_invalid: bool = False,
     skip_evidence: bool = False,
     slices: list[str] | tuple[str, ...] = (),
-    quarantine_threshold: float = 0.5,
+    quarantine_threshold: float = QUARANTINE_THRESHOLD,
     clusters: list[str] | tuple[str, ...] = (),
     progress: bool | None = None,
     notebook: str | os.PathLike | None = None,
@@ -395,7 +396,6 @@ def build_report(
     ReportError
         A cell raised or the kernel failed; nothing in ``out_dir`` changed.
     """
-    from capbench_nb.metrics.health import check_quarantine_threshold
     from capbench_nb.metrics.slices import slice_values
 
     threshold = check_quarantine_threshold(quarantine_threshold)
