@@ -57,9 +57,7 @@ def prefix_rates(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = No
 
 def eligible_counts(attempts: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
     """Per planned task with at least one eligible attempt: n eligible attempts and c successes."""
-    p = prepare(attempts, plan)
-    n = p.count(p.eligible)
-    c = p.count(p.eligible & p.success)
+    n, c = prepare(attempts, plan).eligible_counts()
     some = n > 0
     return pd.DataFrame({"n": n[some], "c": c[some]})
 

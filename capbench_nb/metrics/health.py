@@ -278,8 +278,7 @@ def mean_quality_score(data: Run | pd.DataFrame, *, plan: pd.DataFrame | None = 
 
 def _task_pass_shares(p: Prepared) -> np.ndarray:
     """Per planned task, successes over eligible counted attempts (NaN without an eligible attempt)."""
-    n = p.count(p.eligible)
-    c = p.count(p.eligible & p.success)
+    n, c = p.eligible_counts()
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(n > 0, c / np.maximum(n, 1), np.nan)
 

@@ -122,6 +122,13 @@ class Prepared:
         pos = self.pos if mask is None else self.pos[mask]
         return np.bincount(pos, minlength=self.n_tasks)
 
+    def eligible_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per planned task, over all its eligible counted attempts: their number n and successes c."""
+        hit = self._cache.get("eligible_counts")
+        if hit is None:
+            hit = self._cache["eligible_counts"] = (self.count(self.eligible), self.count(self.eligible & self.success))
+        return hit
+
     def prefix(self, k: int, *, keep: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Per planned task, over eligible attempts numbered <= k: their number and their successes."""
         hit = self._prefix.get(k)
