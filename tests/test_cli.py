@@ -598,6 +598,14 @@ def test_unknown_slice_is_one_line_exit_2(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("option", ["--slice", "--cluster"])
+def test_an_unknown_dimension_creates_no_output_directory(tmp_path, capsys, option):
+    out = tmp_path / "new" / "out"
+    assert main(["metrics", str(SAMPLE_RUN), "--out", str(out), option, "colour"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert not (tmp_path / "new").exists()
+
+
 def test_quarantine_threshold_and_clusters_are_recorded_and_verified(tmp_path, capsys):
     assert main(["metrics", str(SAMPLE_RUN), "--out", str(tmp_path), "--quarantine-threshold", "0.7",
                  "--cluster", "app", "--cluster", "app", "--cluster", "model"]) == 0

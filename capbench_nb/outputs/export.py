@@ -22,6 +22,7 @@ def write_metrics(run: Run, out_dir: str | os.PathLike | None = None, *, slices:
     ``clusters``).
     """
     out = Path(out_dir) if out_dir is not None else run.path
+    doc = compute_metrics(run, slices=slices, **options)  # an unknown slice or cluster fails before DIR is made
     out.mkdir(parents=True, exist_ok=True)
     # written as it is encoded (the bytes of dumps): the text of a large document is never held whole
-    return write_atomic(out / METRICS_FILE, json_pieces(compute_metrics(run, slices=slices, **options)))
+    return write_atomic(out / METRICS_FILE, json_pieces(doc))
