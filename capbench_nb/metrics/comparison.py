@@ -482,7 +482,8 @@ def paired_entry(k: int, a: np.ndarray, b: np.ndarray, confidence: float) -> dic
     }
 
 
-def run_paired_outcomes(run_a: Run, run_b: Run, metric: str) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+def run_paired_outcomes(run_a: Run, run_b: Run, metric: str, *,
+                        labels: tuple[str, str] = ("run A", "run B")) -> tuple[list[str], np.ndarray, np.ndarray, int]:
     """The paired tasks of one metric of two loaded runs, as ``compare`` pairs them.
 
     Parameters
@@ -511,9 +512,9 @@ def run_paired_outcomes(run_a: Run, run_b: Run, metric: str) -> tuple[list[str],
         return tasks, a, b, k
     if metric != "selected@k":
         raise ValueError(f"unknown metric {_show(metric)}; the metrics are {', '.join(PAIRED_METRICS)}, selected@k")
-    missing = [f"{label} ({_show(run.run_id)})" for label, run in (("A", run_a), ("B", run_b)) if run.selection is None]
+    missing = [f"{label} ({_show(run.run_id)})" for label, run in zip(labels, (run_a, run_b)) if run.selection is None]
     if missing:
-        raise ValueError(f"selected@k needs a selection.jsonl in both runs; run {' and run '.join(missing)} "
+        raise ValueError(f"selected@k needs a selection.jsonl in both runs; {' and '.join(missing)} "
                          f"{'has' if len(missing) == 1 else 'have'} none")
     if run_a.k != run_b.k:
         raise ValueError(f"selected@k needs the same k in both runs, got k = {run_a.k} and k = {run_b.k}")

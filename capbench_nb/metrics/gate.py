@@ -204,7 +204,7 @@ def _regressions(metric: str, tasks: list[str], a: np.ndarray, b: np.ndarray, k:
 
 def _metric_entry(baseline: Run, candidate: Run, metric: str, *, margin: float, alpha: float,
                   same_run: bool) -> dict:
-    tasks, a, b, k = run_paired_outcomes(baseline, candidate, metric)
+    tasks, a, b, k = run_paired_outcomes(baseline, candidate, metric, labels=("the baseline", "the candidate"))
     entry = paired_entry(k, a, b, 1.0 - 2.0 * alpha)
     n = entry["n_pairs"]
     decision = "pass" if same_run else metric_decision(entry["ci_low"], entry["ci_high"], margin)
