@@ -82,6 +82,8 @@ def test_a_failing_gate_fails_the_job_after_the_pages_are_built(tmp_path):
     assert (tmp_path / "out" / "report" / "report.html").is_file()
     assert (tmp_path / "out" / "compare" / "comparison.html").is_file()
     assert (tmp_path / "out" / "compare" / "gate.json").is_file()  # compare keeps the gate's files
+    page = (tmp_path / "out" / "compare" / "comparison.html").read_text(encoding="utf-8")
+    assert "Regression gate: fail" in page  # and its page shows the verdict
 
 
 @pytest.mark.parametrize("lost, tasks, decision", [(0, 300, "pass"), (1, 20, "inconclusive")])

@@ -265,6 +265,26 @@ def test_gate_object_views(tmp_path):
     assert "<table>" in html and "fail" in html and repr(result).startswith("<gate fail: pass@1 fail")
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["SS", "SA", "AS", "AA", "EA", "SK"]), min_size=1, max_size=25),
+       st.sampled_from([0.0, 0.02, 0.1, 0.3]), st.sampled_from([0.01, 0.05, 0.2]))
+def test_gate_agrees_with_compare_on_any_table(tmp_path_factory, cells, margin, alpha):
+    """Property: the gate's numbers are compare's at confidence 1 - 2 alpha, and its decision is the table's."""
+    root = tmp_path_factory.mktemp("prop")
+    tasks = [(f"t{i:02d}", 1) for i in range(len(cells))]
+    a = write_run(root / "a", manifest(tasks, k=1), outcomes({t: c[0] for (t, _), c in zip(tasks, cells)}))
+    b = write_run(root / "b", manifest(tasks, k=1), outcomes({t: c[1] for (t, _), c in zip(tasks, cells)}))
+    ra, rb = load_run(a), load_run(b)
+    e = gate_document(ra, rb, margin=margin, alpha=alpha, same_run=False)["metrics"][0]
+    p = cb.compare_runs(ra, rb, n_boot=0, confidence=1 - 2 * alpha)["paired"]["pass@1"]
+    assert (e["n"], e["baseline"], e["candidate"], e["delta"], e["ci_low"], e["ci_high"]) == (
+        p["n_pairs"], p["a_value"], p["b_value"], p["difference"], p["ci_low"], p["ci_high"])
+    assert e["decision"] == metric_decision(e["ci_low"], e["ci_high"], margin)
+    assert len(e["regressions"]) == p["a_only"]
+    assert (e["needed_tasks"] is None) == (e["decision"] != "inconclusive" or not (p["a_only"] + p["b_only"])
+                                           or margin == 0 or not p["n_pairs"])
+
+
 # --------------------------------------------------------------------------- needed_tasks against the simulation
 
 
