@@ -29,18 +29,32 @@ def same_runs(gate_doc: dict, comparison_doc: dict) -> bool:
             and (runs.get("candidate") or {}).get("inputs") == inputs.get("b"))
 
 
+def _cell(text: str, label: str, num: bool) -> str:
+    cls = ' class="cbc-num"' if num else ""
+    return f'<td{cls} data-label="{html_escape(label)}">{text}</td>'
+
+
+def _row(doc: dict, e: dict, columns: list[tuple[str, bool]]) -> str:
+    needed = "" if e["needed_tasks"] is None else f"{int(e['needed_tasks']):,}"
+    cells = [html_escape(e["metric"]), f"<b>{html_escape(e['decision'])}</b>", f"{int(e['n']):,}",
+             fmt_pct(e["baseline"]), fmt_pct(e["candidate"]), fmt_pp(e["delta"]),
+             f"[{fmt_pp(e['ci_low'])}, {fmt_pp(e['ci_high'])}]", needed, f"{len(e['regressions']):,}"]
+    return "<tr>" + "".join(_cell(c, name, num) for c, (name, num) in zip(cells, columns)) + "</tr>"
+
+
 def gate_html(doc: dict) -> str:
-    """The gate's decision, a row per metric, the warnings left and the same-run note, as an HTML block."""
+    """The gate's decision, a row per metric, the warnings left and the same-run note, as an HTML block.
+
+    The table has the comparison page's classes (``cbc-t cbc-cards``: cards on a narrow screen).
+    """
     decision = str(doc["decision"])
     level = f"{100 * (1 - 2 * float(doc['alpha'])):g}%"
-    rows = "".join(
-        f"<tr><td>{html_escape(e['metric'])}</td><td><b>{html_escape(e['decision'])}</b></td>"
-        f'<td class="cbc-num">{int(e["n"]):,}</td><td class="cbc-num">{fmt_pct(e["baseline"])}</td>'
-        f'<td class="cbc-num">{fmt_pct(e["candidate"])}</td><td class="cbc-num">{fmt_pp(e["delta"])}</td>'
-        f'<td class="cbc-num">[{fmt_pp(e["ci_low"])}, {fmt_pp(e["ci_high"])}]</td>'
-        f'<td class="cbc-num">{"" if e["needed_tasks"] is None else int(e["needed_tasks"])}</td>'
-        f'<td class="cbc-num">{len(e["regressions"])}</td></tr>'
-        for e in doc["metrics"])
+    columns = [("metric", False), ("decision", False), ("paired tasks", True), ("baseline", True),
+               ("candidate", True), ("\u0394", True), (f"{level} CI", True), ("needed tasks", True),
+               ("regressions", True)]
+    num_class = ' class="cbc-num"'
+    head = "".join(f'<th scope="col"{num_class if num else ""}>{html_escape(name)}</th>' for name, num in columns)
+    rows = "".join(_row(doc, e, columns) for e in doc["metrics"])
     notes = "".join(f'<div class="cbc-warn"><b>{html_escape(w.get("code"))}</b>: '
                     f'{html_escape(w.get("message"), max_len=1000)}</div>' for w in doc.get("warnings") or [])
     if doc.get("same_run"):
@@ -49,10 +63,7 @@ def gate_html(doc: dict) -> str:
     return (f'<div class="cbc cbc-gate"><h2>Regression gate: {html_escape(decision)}</h2>'
             f"<p>{html_escape(DECISION_WORDS.get(decision, decision))} (gate.json beside this page: margin "
             f"{100 * float(doc['margin']):g} pp, alpha {float(doc['alpha']):g}, {level} interval).</p>{notes}"
-            f'<table><thead><tr><th scope="col">metric</th><th scope="col">decision</th>'
-            f'<th scope="col">paired tasks</th><th scope="col">baseline</th><th scope="col">candidate</th>'
-            f'<th scope="col">&Delta;</th><th scope="col">{level} CI</th><th scope="col">needed tasks</th>'
-            f'<th scope="col">regressions</th></tr></thead><tbody>{rows}</tbody></table></div>')
+            f'<table class="cbc-t cbc-cards"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>')
 
 
 def gate_beside_html(directory: str | os.PathLike, comparison_doc: dict) -> str:
