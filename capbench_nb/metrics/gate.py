@@ -43,7 +43,6 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 import numpy as np
@@ -62,6 +61,7 @@ from capbench_nb.metrics.power import noninferiority_tasks
 from capbench_nb.metrics.prepare import as_bool, counted_attempts
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.records.run import Run, load_run
+from capbench_nb.records.views import escape_text as escape
 
 __all__ = [
     "GATE_SCHEMA_VERSION",

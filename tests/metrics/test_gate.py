@@ -265,6 +265,15 @@ def test_gate_object_views(tmp_path):
     assert "<table>" in html and "fail" in html and repr(result).startswith("<gate fail: pass@1 fail")
 
 
+def test_gate_view_escapes_run_ids(tmp_path):
+    a, b = paired_runs(tmp_path, {"both": 5, "a_only": 1, "neither": 2})
+    doc = json.loads((b / "manifest.json").read_text())
+    doc["run_id"] = "<script>alert(1)</script>"
+    (b / "manifest.json").write_text(json.dumps(doc))
+    html = gate(a, b)._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.sampled_from(["SS", "SA", "AS", "AA", "EA", "SK"]), min_size=1, max_size=25),
        st.sampled_from([0.0, 0.02, 0.1, 0.3]), st.sampled_from([0.01, 0.05, 0.2]))
