@@ -55,12 +55,14 @@ _EXPORTS = {
     "import_taubench": ".records.importers",
     "import_tau2bench": ".records.importers",
     "board": ".metrics.board",
+    "gate": ".metrics.gate",
 }
 
 if TYPE_CHECKING:  # static analysers see the eager imports
     from capbench_nb.metrics.comparison import compare_runs
     from capbench_nb.records.importers import import_inspect, import_tau2bench, import_taubench
     from capbench_nb.metrics.board import board
+    from capbench_nb.metrics.gate import gate
     from capbench_nb.errors import InvalidRunError
     from capbench_nb.metrics.document import compute_metrics
     from capbench_nb.outputs.export import write_metrics
@@ -149,5 +151,6 @@ __all__ = [
     "import_taubench",
     "import_tau2bench",
     "board",
+    "gate",
     "build_report",
 ]

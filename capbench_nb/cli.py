@@ -1,7 +1,8 @@
 """The ``capbench-nb`` command line.
 
 Exit codes: 0 success; 1 ``verify`` or ``verify-board`` found disagreements, or ``compare --strict``
-found compatibility warnings of a kind not allowed with ``--allow-diff``; 2 bad input or usage
+found compatibility warnings of a kind not allowed with ``--allow-diff``; ``gate`` (spec section 15): 0 pass,
+1 fail, 4 inconclusive, 5 incompatible; 2 bad input or usage
 (one line on stderr naming file, line and rule; no traceback); 3 ``report``, ``compare`` or ``board``:
 the notebook failed (one line naming the cell and the exception); 130 interrupted by
 SIGINT, 143 by SIGTERM (one line, ``capbench-nb: interrupted``: the previous outputs stay, or the
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_skip_evidence(p)
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="papermill's progress bar on stderr (default: only on a terminal)")
+    _add_gate_parser(sub)
     p = sub.add_parser("ingest", help="derive results.jsonl from the attempt directories of a run")
     p.add_argument("run_dir", metavar="RUN_DIR", help="run directory with manifest.json and attempts/<task>/<attempt>/")
     p.add_argument("--out", metavar="FILE", help="where to write (default: RUN_DIR/results.jsonl)")
@@ -301,6 +303,64 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_gate_parser(sub) -> None:
+    p = sub.add_parser("gate", help="regression gate of CANDIDATE against BASELINE: DIR/gate.json, gate.md, junit.xml; "
+                                    "exit 0 pass, 1 fail, 4 inconclusive, 5 incompatible (spec section 15)")
+    p.add_argument("run_a", metavar="BASELINE", help="baseline run directory")
+    p.add_argument("run_b", metavar="CANDIDATE", help="candidate run directory (differences are candidate minus baseline)")
+    p.add_argument("--metric", dest="metrics", action="append", default=[], metavar="M",
+                   help="metric to gate on: pass@1 (default), pass@k, pass^k or selected@k (repeatable)")
+    p.add_argument("--margin", default="0.02", metavar="D",
+                   help="largest tolerated drop, a number in [0, 1) (default 0.02: 2 percentage points)")
+    p.add_argument("--alpha", default="0.05", metavar="A",
+                   help="one-sided level in (0, 0.5) (default 0.05: a 90%% two-sided interval)")
+    p.add_argument("--allow-diff", dest="allow_diff", action="append", default=[], metavar="KIND",
+                   help=f"a compatibility warning kind that is intended (repeatable; kinds: {', '.join(WARNING_CODES)})")
+    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: ./gate)")
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="skip invalid lines of results.jsonl in either run, listing each under anomalies")
+    _add_skip_evidence(p)
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    import math
+    import os
+
+    from capbench_nb.metrics.gate import EXIT_CODES, check_gate_options, gate_document
+    from capbench_nb.outputs.gate.files import DEFAULT_OUT, write_gate
+
+    def number(name: str, text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if math.isnan(value):
+            raise ValueError(f"--{name} takes a number, got {text!r}")
+        return value
+
+    try:  # every option is checked before any run is read
+        metrics, margin, alpha, allowed = check_gate_options(
+            metrics=args.metrics, margin=number("margin", args.margin), alpha=number("alpha", args.alpha),
+            allow_diff=args.allow_diff)
+        runs = [load_run(path, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
+                for path in (args.run_a, args.run_b)]
+        doc = gate_document(*runs, metrics=metrics, margin=margin, alpha=alpha, allow_diff=allowed,
+                            same_run=os.path.realpath(args.run_a) == os.path.realpath(args.run_b))
+    except InvalidRunError:
+        raise  # a run: reported by main with its own rule
+    except ValueError as exc:  # a bad option, or selected@k for a run without selection.jsonl
+        print(f"{PROG}: error: {one_line(exc)} [rule: gate-options]", file=sys.stderr)
+        return EXIT_INVALID
+    path = write_gate(doc, Path(args.out) if args.out else Path(DEFAULT_OUT))
+    for w in doc["warnings"]:
+        print(f"{PROG}: warning: [{one_line(w.get('code'), 100)}] {one_line(w.get('message'), 1000)}", file=sys.stderr)
+    verdicts = ", ".join(f"{e['metric']} {e['decision']}" for e in doc["metrics"])
+    trivial = "; the same run twice: passes trivially" if doc["same_run"] else ""
+    print(f"{PROG}: gate: {doc['decision']} ({verdicts}){trivial}", file=sys.stderr)
+    print(path)
+    return EXIT_CODES[doc["decision"]]
+
+
 def _board_options(args: argparse.Namespace) -> dict:
     """``metric``, ``alpha``, ``seed`` and ``resamples`` of ``board``, checked; ValueError (one sentence) if not."""
     from capbench_nb.metrics.board import check_board_options
@@ -416,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
                "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare,
+               "gate": _cmd_gate,
                "import": _cmd_import, "board": _cmd_board, "verify-board": _cmd_verify_board}[args.command]
     # SIGINT: KeyboardInterrupt; SIGTERM: interrupts.Terminated, its subclass.  argv None: the program itself.
     with interrupts.handling(final=argv is None):

@@ -110,6 +110,8 @@ __all__ = [
     "compare_runs",
     "compatibility_warnings",
     "paired_outcomes",
+    "run_paired_outcomes",
+    "paired_entry",
     "check_warning_kinds",
     "blocking_warnings",
 ]
@@ -454,7 +456,9 @@ def paired_outcomes(records_a: pd.DataFrame, plan_a: pd.DataFrame, records_b: pd
     return tasks, a, b
 
 
-def _paired_entry(k: int, a: np.ndarray, b: np.ndarray, confidence: float) -> dict:
+def paired_entry(k: int, a: np.ndarray, b: np.ndarray, confidence: float) -> dict:
+    """One metric's entry of ``comparison.json``'s ``paired``: the 2x2 table of outcomes ``a`` and ``b``,
+    the difference B minus A, its Newcombe interval at ``confidence`` and the exact McNemar p."""
     both = int((a & b).sum())
     a_only = int((a & ~b).sum())
     b_only = int((~a & b).sum())
@@ -478,25 +482,61 @@ def _paired_entry(k: int, a: np.ndarray, b: np.ndarray, confidence: float) -> di
     }
 
 
-def _paired(run_a: Run, run_b: Run, k_paired: int, confidence: float) -> tuple[dict, dict]:
+def run_paired_outcomes(run_a: Run, run_b: Run, metric: str, *,
+                        labels: tuple[str, str] = ("run A", "run B")) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+    """The paired tasks of one metric of two loaded runs, as ``compare`` pairs them.
+
+    Parameters
+    ----------
+    run_a, run_b : Run
+        Two loaded runs.
+    metric : {"pass@1", "pass@k", "pass^k", "selected@k"}
+        pass@k and pass^k are paired at k = min(k_A, k_B) (:func:`paired_outcomes`);
+        ``selected@k`` on the tasks entering both runs' selection metrics (spec
+        section 9), each task's outcome whether its run's selector picked a success.
+
+    Returns
+    -------
+    (tasks, a, b, k)
+        Task ids in A's plan order, the two boolean outcome arrays, and the k paired.
+
+    Raises
+    ------
+    ValueError
+        An unknown metric, or ``selected@k`` when a run has no selection.jsonl or the k differ.
+    """
+    k_paired = min(int(run_a.k), int(run_b.k))
+    if metric in PAIRED_METRICS:
+        k = 1 if metric == "pass@1" else k_paired
+        tasks, a, b = paired_outcomes(run_a.records, run_a.plan, run_b.records, run_b.plan, metric=metric, k=k)
+        return tasks, a, b, k
+    if metric != "selected@k":
+        raise ValueError(f"unknown metric {_show(metric)}; the metrics are {', '.join(PAIRED_METRICS)}, selected@k")
+    missing = [f"{label} ({_show(run.run_id)})" for label, run in zip(labels, (run_a, run_b)) if run.selection is None]
+    if missing:
+        raise ValueError(f"selected@k needs a selection.jsonl in both runs; {' and '.join(missing)} "
+                         f"{'has' if len(missing) == 1 else 'have'} none")
+    if run_a.k != run_b.k:
+        raise ValueError(f"selected@k needs the same k in both runs, got k = {run_a.k} and k = {run_b.k}")
+    # best-of-k with a selector (spec section 9): tasks entering in both runs, each its own selector's pick
+    picks_a, picks_b = (selection_metrics(r).per_task.set_index("task_id")["selected_success"] for r in (run_a, run_b))
+    tasks = [t for t in run_a.plan["task_id"].astype(object) if t in picks_a.index and t in picks_b.index]
+    a, b = (p.reindex(tasks).to_numpy(dtype=bool) for p in (picks_a, picks_b))
+    return tasks, a, b, int(run_a.k)
+
+
+def _paired(run_a: Run, run_b: Run, confidence: float) -> tuple[dict, dict]:
+    names = list(PAIRED_METRICS)
+    if run_a.selection is not None and run_b.selection is not None and run_a.k == run_b.k:
+        names.append("selected@k")
     paired, flips = {}, {}
-    for name in PAIRED_METRICS:
-        k = 1 if name == "pass@1" else k_paired
-        tasks, a, b = paired_outcomes(run_a.records, run_a.plan, run_b.records, run_b.plan, metric=name, k=k)
-        paired[name] = _paired_entry(k, a, b, confidence)
+    for name in names:
+        tasks, a, b, k = run_paired_outcomes(run_a, run_b, name)
+        paired[name] = paired_entry(k, a, b, confidence)
         flips[name] = {
             "a_only": [str(t) for t, x, y in zip(tasks, a, b) if x and not y],
             "b_only": [str(t) for t, x, y in zip(tasks, a, b) if y and not x],
         }
-    if run_a.selection is not None and run_b.selection is not None and run_a.k == run_b.k:
-        # best-of-k with a selector (spec section 9): tasks entering in both runs, each its own selector's pick
-        picks_a, picks_b = (selection_metrics(r).per_task.set_index("task_id")["selected_success"]
-                            for r in (run_a, run_b))
-        tasks = [t for t in run_a.plan["task_id"].astype(object) if t in picks_a.index and t in picks_b.index]
-        a, b = (p.reindex(tasks).to_numpy(dtype=bool) for p in (picks_a, picks_b))
-        paired["selected@k"] = _paired_entry(int(run_a.k), a, b, confidence)
-        flips["selected@k"] = {"a_only": [str(t) for t, x, y in zip(tasks, a, b) if x and not y],
-                               "b_only": [str(t) for t, x, y in zip(tasks, a, b) if y and not x]}
     return paired, flips
 
 
@@ -610,7 +650,7 @@ def compare_runs(run_a: Run, run_b: Run, *, seed: int = 0, n_boot: int = 2000, c
     set_a, set_b = set(ids_a), set(ids_b)
     common = [t for t in ids_a if t in set_b]
     k_paired = min(int(run_a.k), int(run_b.k))
-    paired, flips = _paired(run_a, run_b, k_paired, confidence)
+    paired, flips = _paired(run_a, run_b, confidence)
     level = f"{100 * confidence:g}%"
     return {
         "schema_version": COMPARISON_SCHEMA_VERSION,

@@ -116,6 +116,7 @@ __all__ = [
     "planning_from_comparison",
     "beta_mean_for",
     "mcnemar_critical_values",
+    "noninferiority_tasks",
 ]
 
 METRICS = ("pass@1", "pass@k", "pass^k")
@@ -415,6 +416,47 @@ def required_tasks(p_a: float, p_b: float, *, metric: str = "pass@1", k: int = 1
         if reaches(n):
             return n
     return high
+
+
+def noninferiority_tasks(discordance: float | None, margin: float, *, alpha: float = 0.05,
+                         power: float = 0.8) -> int | None:
+    r"""Paired tasks for a one-sided non-inferiority test at margin D to pass with ``power`` when nothing changed.
+
+    The regression gate (spec section 15) passes a metric when the lower limit
+    of the :math:`1 - 2\alpha` interval of :math:`\Delta = p_B - p_A` lies above
+    :math:`-D`.  With a true difference of 0 and discordance :math:`\psi`
+    (:math:`p_{10} + p_{01}`), the paired estimate has variance
+    :math:`(\psi - \Delta^2)/n = \psi/n` (Connor 1987), so in the normal
+    approximation the lower limit is :math:`\hat\Delta - z_{1-\alpha}\sqrt{\psi/n}`
+    and it lies above :math:`-D` with probability
+    :math:`\Phi(D\sqrt{n/\psi} - z_{1-\alpha})`.  That reaches ``power`` P at
+
+    .. math::
+
+        n = \left\lceil \frac{(z_{1-\alpha} + z_{P})^2\,\psi}{D^2} \right\rceil .
+
+    Parameters
+    ----------
+    discordance : float or None
+        :math:`\psi`, e.g. an observed ``(a_only + b_only) / n_pairs``.
+    margin : float
+        D, the largest tolerated drop.
+    alpha : float, default 0.05
+        One-sided level.
+    power : float, default 0.8
+
+    Returns
+    -------
+    int or None
+        None when :math:`\psi` is None or 0 or D is 0 (no finite answer).
+        :func:`capbench_nb.metrics.power_simulation.simulate_noninferiority` checks it by simulation.
+    """
+    check_common(alpha, 1.0, "exact")
+    target = _check_prob("power", power)
+    if discordance is None or discordance <= 0 or margin <= 0:
+        return None
+    z = ndtri(1 - alpha) + ndtri(target)
+    return int(math.ceil(z * z * float(discordance) / (margin * margin)))
 
 
 # --------------------------------------------------------------------------- planning helpers

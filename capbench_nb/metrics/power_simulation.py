@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.special import betaincinv, ndtr
 
+from capbench_nb.metrics.stats import paired_difference_interval
 from capbench_nb.metrics.power import (
     DEFAULT_CONCENTRATION,
     beta_mean_for,
@@ -23,7 +24,7 @@ from capbench_nb.metrics.power import (
     paired_cells,
 )
 
-__all__ = ["SimulatedPower", "simulate_power", "simulated_power", "check_replicates"]
+__all__ = ["SimulatedPower", "simulate_power", "simulated_power", "check_replicates", "simulate_noninferiority"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +131,28 @@ def simulate_power(n_tasks: int, p_a: float, p_b: float, *, metric: str = "pass@
                                   rho=rho, task_correlation=task_correlation, concentration=concentration,
                                   pair_rate=pair_rate, n_sim=n_sim, rng=rng)
     return simulated_power(b, c, pairs, alpha=alpha, n_tasks=n_tasks)
+
+
+def simulate_noninferiority(n_tasks: int, discordance: float, margin: float, *, alpha: float = 0.05,
+                            p: float = 0.5, n_sim: int = 2000, seed: int = 0) -> SimulatedPower:
+    """How often the regression gate's test passes a metric that did not change, by simulation.
+
+    Checks :func:`capbench_nb.metrics.power.noninferiority_tasks`: ``n_sim``
+    paired tables of ``n_tasks`` tasks are drawn from the multinomial with a
+    true difference of 0 (both runs at ``p``, A only = B only =
+    ``discordance / 2``), and each is tested as the gate does (spec section
+    15): Newcombe's interval at confidence ``1 - 2 alpha``, a pass when its
+    lower limit lies above ``-margin``.  ``power`` is the share of passes.
+    """
+    check_replicates(n_tasks, n_sim, alpha)
+    psi = float(discordance)
+    if not 0.0 < psi <= 2 * min(p, 1 - p):
+        raise ValueError(f"discordance must lie in (0, {2 * min(p, 1 - p):g}] with p = {p!r}, got {discordance!r}")
+    probs = np.array([p - psi / 2, psi / 2, psi / 2, 1 - p - psi / 2])
+    counts = np.random.default_rng(seed).multinomial(n_tasks, probs / probs.sum(), size=n_sim)
+    tables, inverse = np.unique(counts, axis=0, return_inverse=True)
+    lows = np.array([paired_difference_interval(*map(int, t), confidence=1 - 2 * alpha)[0] for t in tables])
+    passed = lows[np.asarray(inverse).reshape(-1)] > -margin
+    rate = float(passed.mean())
+    return SimulatedPower(power=rate, se=math.sqrt(rate * (1 - rate) / n_sim), n_sim=n_sim, n_tasks=n_tasks,
+                          mean_pairs=float(n_tasks), mean_discordant=float(counts[:, 1:3].sum(axis=1).mean()))
