@@ -51,6 +51,9 @@ __all__ = [
     "all_attempts_pass_rate",
     "clustered_mean_se",
     "clustered_se",
+    "clustered_caveat",
+    "APPROXIMATE_MARGIN",
+    "APPROXIMATE_TASKS_PER_GROUP",
     "health_document",
 ]
 
@@ -62,6 +65,12 @@ INELIGIBLE_KEYS = ("environment", "evaluation", "skipped", "unknown")
 SUITE_CLASSES = ("environment", "evaluation")
 #: The default quarantine threshold: environment plus evaluation attempts at least half of the counted ones.
 QUARANTINE_THRESHOLD = 0.5
+#: The clustered t interval is *approximate* when the value lies within this of 0 or 1: there the
+#: mean over few groups is skewed and the interval covered 84-91% in benchmarks/coverage.py
+#: (docs/coverage.md), against 92-95% near 0.5.
+APPROXIMATE_MARGIN = 0.2
+#: ... or when the groups hold fewer than this many tasks on average (T / G): 92-93% near 0.5 there.
+APPROXIMATE_TASKS_PER_GROUP = 4
 
 
 def _fraction(x: float | None) -> str:
@@ -418,6 +427,33 @@ def _clustered(shares: np.ndarray, keys: list, value: float | None) -> Clustered
     return ClusteredError(se=se, groups=groups, df=groups - 1 if groups else None, ci_low=low, ci_high=high)
 
 
+def clustered_caveat(value: float | None, error: ClusteredError, tasks: int) -> str | None:
+    """Why the clustered t interval of ``value`` is only approximate, or None when the coverage study
+    found it to hold (``approximate`` of metrics.json; docs/coverage.md).
+
+    From benchmarks/coverage.py: the interval covers less than 93% when ``value`` is within
+    :data:`APPROXIMATE_MARGIN` of 0 or 1 (84-91%), and near 0.5 when the groups hold fewer than
+    :data:`APPROXIMATE_TASKS_PER_GROUP` tasks on average (92-93%).  None without an interval (one
+    group says nothing: no interval to qualify).
+
+    Parameters
+    ----------
+    value : float or None
+        The run's all_attempts_pass_rate.
+    error : ClusteredError
+    tasks : int
+        The tasks the value is over (its ``n``).
+    """
+    if value is None or error.ci_low is None or error.groups < 2:
+        return None
+    reasons = []
+    if value < APPROXIMATE_MARGIN or value > 1.0 - APPROXIMATE_MARGIN:
+        reasons.append(f"the value is within {APPROXIMATE_MARGIN:g} of 0 or 1")
+    if tasks < APPROXIMATE_TASKS_PER_GROUP * error.groups:
+        reasons.append(f"fewer than {APPROXIMATE_TASKS_PER_GROUP} tasks per group")
+    return "; ".join(reasons) or None
+
+
 def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESHOLD,
                     clusters: Iterable[str] = ()) -> dict:
     """The ``health`` object of metrics.json (spec section 11).
@@ -427,7 +463,8 @@ def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESH
     (task ids in plan order), ``per_task`` (plan order: ``task_id``, ``counted``, ``ineligible``
     {environment, evaluation, skipped, unknown}, ``consistency``, ``quarantine``),
     ``mean_quality_score`` {value, n, se} and ``all_attempts_pass_rate`` {value, n, se,
-    ``clustered``: {dimension: {se, groups, df, ci_low, ci_high}} for each of ``clusters``, in the order given}.
+    ``clustered``: {dimension: {se, groups, df, ci_low, ci_high}} for each of ``clusters``, in the order given,
+    and with at least one dimension ``clustered_approximate``: {dimension: :func:`clustered_caveat`}}.
 
     Raises
     ------
@@ -447,8 +484,10 @@ def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESH
     share = inconsistent_share(attempts, plan=plan, k=k)
     rate = all_attempts_pass_rate(attempts, plan=plan).to_dict()
     shares = _task_pass_shares(prepare(attempts, plan))
-    rate["clustered"] = {dim: _clustered(shares, slice_values(run, dim).tolist(), rate["value"]).to_dict()
-                         for dim in dict.fromkeys(clusters)}
+    errors = {dim: _clustered(shares, slice_values(run, dim).tolist(), rate["value"]) for dim in dict.fromkeys(clusters)}
+    rate["clustered"] = {dim: e.to_dict() for dim, e in errors.items()}
+    if errors:  # only with --cluster: a run without one keeps its bytes
+        rate["clustered_approximate"] = {dim: clustered_caveat(rate["value"], e, rate["n"]) for dim, e in errors.items()}
     consistency = {word: words.count(word) for word in CONSISTENCY}
     consistency["inconsistent_share"] = share.to_dict()
     return {

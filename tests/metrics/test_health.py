@@ -138,8 +138,8 @@ def test_clustered_standard_error_by_hand(means):
     assert by_app.groups == 3 and by_app.df == 2
     # CR1: G / (G - 1) = 3 / 2 times the uncorrected sum of squared group sums
     assert by_app.se == pytest.approx(math.sqrt(3 / 2 * (7**2 + 18**2 + 11**2) / 900) / 5)
-    # 19/30 +- t_{0.975, 2} * se, clipped to [0, 1]; t_{0.975, 2} = 4.302652729749464 (scipy.stats.t.ppf(0.975, 2))
-    half = 4.302652729749464 * by_app.se
+    # 19/30 +- t_{0.975, 2} * se, clipped to [0, 1]; t_{0.975, 2} = 4.302652729749462 (scipy.stats.t.ppf(0.975, 2))
+    half = 4.302652729749462 * by_app.se
     assert by_app.ci_low == pytest.approx(max(0.0, 19 / 30 - half)) and by_app.ci_low == 0.0
     assert by_app.ci_high == 1.0  # 19/30 + half = 1.41: clipped
     # a config key: one group for the whole run says nothing: no standard error, no interval, never 0
@@ -147,7 +147,7 @@ def test_clustered_standard_error_by_hand(means):
     # every task its own group: CR1 makes it exactly the plain standard error sd/sqrt(T)
     own = clustered_se(means, [f"g{i}" for i in range(6)])
     assert own.groups == 5 and own.df == 4 and own.se == pytest.approx(all_attempts_pass_rate(means).se, rel=1e-12)
-    assert own.ci_low == pytest.approx(19 / 30 - 2.7764451051977987 * own.se)  # scipy.stats.t.ppf(0.975, 4)
+    assert own.ci_low == pytest.approx(19 / 30 - 2.7764451051977934 * own.se)  # scipy.stats.t.ppf(0.975, 4)
     assert own.ci_high == 1.0  # 19/30 + 0.52: clipped
     # tasks without a value for the dimension form one group together
     assert clustered_se(means, [None, float("nan"), None, "x", "x", None]).groups == 2
@@ -261,3 +261,28 @@ def test_health_block_of_the_sample_run():
     again = cb.compute_metrics(cb.load_run(SAMPLE_RUN), clusters=["app", "model"])
     assert dumps(again) == dumps(doc)  # byte-identical
     assert health_document(run, quarantine_threshold=1)["quarantine"] == []
+
+
+def test_clustered_caveat_names_the_cells_where_the_coverage_study_found_the_interval_short():
+    from capbench_nb.metrics.health import clustered_caveat
+
+    held = ClusteredError(se=0.05, groups=8, df=7, ci_low=0.4, ci_high=0.6)
+    assert clustered_caveat(0.5, held, 40) is None  # 5 tasks per group, value near 0.5: it held (docs/coverage.md)
+    assert clustered_caveat(0.5, held, 31) == "fewer than 4 tasks per group"  # 31 < 4 * 8
+    assert clustered_caveat(0.5, held, 32) is None
+    assert clustered_caveat(0.19, held, 40) == "the value is within 0.2 of 0 or 1"
+    assert clustered_caveat(0.2, held, 40) is None and clustered_caveat(0.8, held, 40) is None
+    assert clustered_caveat(0.95, held, 10) == "the value is within 0.2 of 0 or 1; fewer than 4 tasks per group"
+    one = ClusteredError(se=None, groups=1, df=0, ci_low=None, ci_high=None)
+    assert clustered_caveat(0.5, one, 40) is None  # no interval to qualify: one group says nothing
+    assert clustered_caveat(None, ClusteredError(se=None, groups=0), 0) is None
+
+
+def test_clustered_approximate_only_with_a_cluster_dimension():
+    run = cb.load_run(SAMPLE_RUN)
+    plain = cb.compute_metrics(run)["health"]["all_attempts_pass_rate"]
+    assert list(plain) == ["value", "n", "se", "clustered"] and plain["clustered"] == {}
+    rate = cb.compute_metrics(run, clusters=["app", "model"])["health"]["all_attempts_pass_rate"]
+    assert list(rate) == ["value", "n", "se", "clustered", "clustered_approximate"]
+    # 11 tasks in 5 apps (2.2 per group); the config key model is one group: no interval, no caveat
+    assert rate["clustered_approximate"] == {"app": "fewer than 4 tasks per group", "model": None}

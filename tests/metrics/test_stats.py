@@ -255,11 +255,11 @@ def test_scalar_is_the_array_to_the_last_bit(confidence):
 def test_t_interval_by_hand_and_clipped():
     from capbench_nb.metrics.stats import t_interval
 
-    # t_{0.975, 4} = 2.7764451051977987 (scipy.stats.t.ppf(0.975, 4)); 0.5 +- 2.776 * 0.1
+    # t_{0.975, 4} = 2.7764451051977934 (scipy.stats.t.ppf(0.975, 4)); 0.5 +- 2.776 * 0.1
     low, high = t_interval(0.5, 0.1, 4)
-    assert low == pytest.approx(0.5 - 0.27764451051977987, rel=1e-14)
-    assert high == pytest.approx(0.5 + 0.27764451051977987, rel=1e-14)
-    assert t_interval(0.9, 0.1, 4) == (pytest.approx(0.9 - 0.27764451051977987), 1.0)  # clipped to [0, 1]
+    assert low == pytest.approx(0.5 - 0.27764451051977934, rel=1e-14)
+    assert high == pytest.approx(0.5 + 0.27764451051977934, rel=1e-14)
+    assert t_interval(0.9, 0.1, 4) == (pytest.approx(0.9 - 0.27764451051977934), 1.0)  # clipped to [0, 1]
     assert t_interval(0.05, 0.1, 1)[0] == 0.0
     assert t_interval(0.5, None, 4) == (None, None)
     assert t_interval(0.5, 0.1, 0) == (None, None)  # one group: no degrees of freedom
