@@ -53,6 +53,7 @@ __all__ = [
     "clustered_se",
     "clustered_caveat",
     "APPROXIMATE_MARGIN",
+    "APPROXIMATE_GROUPS",
     "APPROXIMATE_TASKS_PER_GROUP",
     "health_document",
 ]
@@ -69,6 +70,8 @@ QUARANTINE_THRESHOLD = 0.5
 #: mean over few groups is skewed and the interval covered 84-91% in benchmarks/coverage.py
 #: (docs/coverage.md), against 92-95% near 0.5.
 APPROXIMATE_MARGIN = 0.2
+#: ... or when there are fewer than this many groups (92-94% near 0.5 with G = 4) ...
+APPROXIMATE_GROUPS = 8
 #: ... or when the groups hold fewer than this many tasks on average (T / G): 92-93% near 0.5 there.
 APPROXIMATE_TASKS_PER_GROUP = 4
 
@@ -432,9 +435,10 @@ def clustered_caveat(value: float | None, error: ClusteredError, tasks: int) -> 
     found it to hold (``approximate`` of metrics.json; docs/coverage.md).
 
     From benchmarks/coverage.py: the interval covers less than 93% when ``value`` is within
-    :data:`APPROXIMATE_MARGIN` of 0 or 1 (84-91%), and near 0.5 when the groups hold fewer than
-    :data:`APPROXIMATE_TASKS_PER_GROUP` tasks on average (92-93%).  None without an interval (one
-    group says nothing: no interval to qualify).
+    :data:`APPROXIMATE_MARGIN` of 0 or 1 (84-91%), and near 0.5 in some cells with fewer than
+    :data:`APPROXIMATE_GROUPS` groups or fewer than :data:`APPROXIMATE_TASKS_PER_GROUP` tasks per
+    group on average (92-94%).  The reasons that hold, joined by ``"; "``.  None without an interval
+    (one group says nothing: no interval to qualify).
 
     Parameters
     ----------
@@ -449,6 +453,8 @@ def clustered_caveat(value: float | None, error: ClusteredError, tasks: int) -> 
     reasons = []
     if value < APPROXIMATE_MARGIN or value > 1.0 - APPROXIMATE_MARGIN:
         reasons.append(f"the value is within {APPROXIMATE_MARGIN:g} of 0 or 1")
+    if error.groups < APPROXIMATE_GROUPS:
+        reasons.append(f"fewer than {APPROXIMATE_GROUPS} groups")
     if tasks < APPROXIMATE_TASKS_PER_GROUP * error.groups:
         reasons.append(f"fewer than {APPROXIMATE_TASKS_PER_GROUP} tasks per group")
     return "; ".join(reasons) or None

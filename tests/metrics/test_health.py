@@ -267,12 +267,15 @@ def test_clustered_caveat_names_the_cells_where_the_coverage_study_found_the_int
     from capbench_nb.metrics.health import clustered_caveat
 
     held = ClusteredError(se=0.05, groups=8, df=7, ci_low=0.4, ci_high=0.6)
-    assert clustered_caveat(0.5, held, 40) is None  # 5 tasks per group, value near 0.5: it held (docs/coverage.md)
+    assert clustered_caveat(0.5, held, 40) is None  # 8 groups, 5 tasks per group, value near 0.5: it held (docs/coverage.md)
     assert clustered_caveat(0.5, held, 31) == "fewer than 4 tasks per group"  # 31 < 4 * 8
     assert clustered_caveat(0.5, held, 32) is None
     assert clustered_caveat(0.19, held, 40) == "the value is within 0.2 of 0 or 1"
     assert clustered_caveat(0.2, held, 40) is None and clustered_caveat(0.8, held, 40) is None
-    assert clustered_caveat(0.95, held, 10) == "the value is within 0.2 of 0 or 1; fewer than 4 tasks per group"
+    few = ClusteredError(se=0.05, groups=7, df=6, ci_low=0.4, ci_high=0.6)
+    assert clustered_caveat(0.5, few, 40) == "fewer than 8 groups"
+    assert clustered_caveat(0.95, few, 10) == ("the value is within 0.2 of 0 or 1; fewer than 8 groups; "
+                                               "fewer than 4 tasks per group")
     one = ClusteredError(se=None, groups=1, df=0, ci_low=None, ci_high=None)
     assert clustered_caveat(0.5, one, 40) is None  # no interval to qualify: one group says nothing
     assert clustered_caveat(None, ClusteredError(se=None, groups=0), 0) is None
@@ -285,4 +288,4 @@ def test_clustered_approximate_only_with_a_cluster_dimension():
     rate = cb.compute_metrics(run, clusters=["app", "model"])["health"]["all_attempts_pass_rate"]
     assert list(rate) == ["value", "n", "se", "clustered", "clustered_approximate"]
     # 11 tasks in 5 apps (2.2 per group); the config key model is one group: no interval, no caveat
-    assert rate["clustered_approximate"] == {"app": "fewer than 4 tasks per group", "model": None}
+    assert rate["clustered_approximate"] == {"app": "fewer than 8 groups; fewer than 4 tasks per group", "model": None}
