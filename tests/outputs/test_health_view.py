@@ -39,7 +39,7 @@ def test_candidates_first_then_inconsistent_tasks_the_figure_and_the_means(sampl
     assert html.count('class="cb-task-link"') == 1 + 6
     assert "5 groups" in html and "6.8 pp" in html and "8.1 pp" in html  # clustered by app (CR1), and plain
     # the document's t interval, its degrees of freedom and its caveat, next to the number
-    assert "[43.2%, 81.0%] (t, 4 df); approximate: fewer than 4 tasks per group" in html
+    assert "[43.2%, 81.0%] (t, 4 df); approximate: fewer than 8 groups; fewer than 4 tasks per group" in html
     assert "n/a (one group says nothing)" in html  # clustered by a config key: no standard error, no interval
     assert "1.96" not in html and "±" not in html  # the page computes no interval
     assert health_sentence(sample_doc) in html
@@ -104,8 +104,8 @@ def test_the_interval_shown_is_the_documents_not_recomputed(sample_doc, shown):
 def test_the_summary_gives_each_clustered_interval_and_says_one_group_says_nothing(sample_doc):
     assert clustered_sentence(sample_doc) == (
         "all_attempts_pass_rate 62.1%; clustered by app (5 groups): standard error 6.8 pp, 95% t interval"
-        " [43.2%, 81.0%] on 4 degrees of freedom (approximate: fewer than 4 tasks per group); clustered by model"
-        " (1 group): no interval, one group says nothing.")
+        " [43.2%, 81.0%] on 4 degrees of freedom (approximate: fewer than 8 groups; fewer than 4 tasks per group);"
+        " clustered by model (1 group): no interval, one group says nothing.")
     assert clustered_sentence(sample_doc) in summary_markdown(sample_doc)
     plain = cb.compute_metrics(cb.load_run(SAMPLE_RUN))
     assert clustered_sentence(plain) is None and "clustered by" not in summary_markdown(plain)
