@@ -105,7 +105,8 @@ def _means_table(health: Mapping) -> str:
                      "the groups of each requested dimension (Miller 2024, arXiv:2411.00640), which allows for tasks "
                      "of one group (one app) succeeding or failing together, with its 95% interval from Student's t "
                      "on groups − 1 degrees of freedom; where the coverage study (docs/coverage.md) found it short, "
-                     "the interval says approximate and why.", "cb-note")
+                     "the interval says approximate and why.  The plain standard errors come without an interval "
+                     "(metrics.json gives none).", "cb-note")
     return note + html_table(["quantity", "value", "tasks", "grouping", "standard error", "95% interval"], rows,
                              numeric=(1, 2, 4), caption="Means over tasks", scroll=True)
 
