@@ -749,3 +749,42 @@ def test_compare_help_documents_allow_diff(capsys):
         main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--allow-diff KIND" in text and "repeatable; kinds: suite, suite_version" in text
+
+
+def test_cluster_by_a_one_value_dimension_gives_the_null_interval_and_verify_checks_the_interval(tmp_path, capsys):
+    """--cluster model (a config key: one value, one group) gives se, ci_low and ci_high null, never a
+    zero-width interval, and the summary's "one group says nothing"; verify recomputes df and the
+    t interval and names a tampered bound."""
+    from capbench_nb.outputs.summary import summary_markdown
+
+    assert main(["metrics", str(SAMPLE_RUN), "--out", str(tmp_path), "--cluster", "model", "--cluster", "app"]) == 0
+    doc = json.loads((tmp_path / "metrics.json").read_text())
+    rate = doc["health"]["all_attempts_pass_rate"]
+    assert rate["clustered"]["model"] == {"se": None, "groups": 1, "df": 0, "ci_low": None, "ci_high": None}
+    assert rate["clustered_approximate"]["model"] is None
+    app = rate["clustered"]["app"]
+    assert app["df"] == 4 and app["ci_low"] < rate["value"] < app["ci_high"]
+    summary = summary_markdown(doc)
+    assert "clustered by model (1 group): no interval, one group says nothing" in summary
+    (tmp_path / "summary.md").write_text(summary)
+    capsys.readouterr()
+    assert main(["verify", str(SAMPLE_RUN), "--out", str(tmp_path)]) == 0
+    app["ci_low"] = 0.0  # a zero-width or widened interval is not what the run gives
+    (tmp_path / "metrics.json").write_text(dumps(doc))
+    assert main(["verify", str(SAMPLE_RUN), "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "#/health/all_attempts_pass_rate/clustered/app/ci_low: found 0.0, recomputed 0.43" in out
+
+
+def test_cluster_with_as_many_groups_as_tasks_is_the_plain_standard_error(tmp_path):
+    codes = {f"t{i}": code for i, code in enumerate(["SS", "SA", "AA", "AS", "SS", "AA", "SA", "SS"])}
+    tasks = [{"task_id": t, "repeats": 2, "app": f"app-{t}"} for t in codes]
+    run_dir = write_outcomes_run(tmp_path / "run", plan_manifest(tasks), outcomes(codes))
+    assert main(["metrics", str(run_dir), "--out", str(tmp_path / "out"), "--cluster", "app"]) == 0
+    rate = json.loads((tmp_path / "out" / "metrics.json").read_text())["health"]["all_attempts_pass_rate"]
+    app = rate["clustered"]["app"]
+    assert app["groups"] == rate["n"] == 8 and app["df"] == 7
+    assert app["se"] == pytest.approx(rate["se"], rel=1e-12)  # CR1 undoes the sandwich's (T - 1) / T
+    # 0.5625 +- t_{0.975, 7} * se; t_{0.975, 7} = 2.364624251592784 (scipy.stats.t.ppf(0.975, 7))
+    assert app["ci_low"] == pytest.approx(rate["value"] - 2.364624251592784 * rate["se"], rel=1e-12)
+    assert app["ci_high"] == pytest.approx(rate["value"] + 2.364624251592784 * rate["se"], rel=1e-12)

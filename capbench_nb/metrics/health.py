@@ -34,6 +34,7 @@ from capbench_nb.metrics.inputs import metric_inputs
 from capbench_nb.metrics.prepare import Prepared, counted_attempts, k_eligible_mask, prepare
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.slices import slice_values
+from capbench_nb.metrics.stats import t_interval
 from capbench_nb.records.run import Run
 
 __all__ = [
@@ -50,6 +51,10 @@ __all__ = [
     "all_attempts_pass_rate",
     "clustered_mean_se",
     "clustered_se",
+    "clustered_caveat",
+    "APPROXIMATE_MARGIN",
+    "APPROXIMATE_GROUPS",
+    "APPROXIMATE_TASKS_PER_GROUP",
     "health_document",
 ]
 
@@ -61,6 +66,14 @@ INELIGIBLE_KEYS = ("environment", "evaluation", "skipped", "unknown")
 SUITE_CLASSES = ("environment", "evaluation")
 #: The default quarantine threshold: environment plus evaluation attempts at least half of the counted ones.
 QUARANTINE_THRESHOLD = 0.5
+#: The clustered t interval is *approximate* when the value lies within this of 0 or 1: there the
+#: mean over few groups is skewed and the interval covered 84-91% in benchmarks/coverage.py
+#: (docs/coverage.md), against 92-95% near 0.5.
+APPROXIMATE_MARGIN = 0.2
+#: ... or when there are fewer than this many groups (92-94% near 0.5 with G = 4) ...
+APPROXIMATE_GROUPS = 8
+#: ... or when the groups hold fewer than this many tasks on average (T / G): 92-93% near 0.5 there.
+APPROXIMATE_TASKS_PER_GROUP = 4
 
 
 def _fraction(x: float | None) -> str:
@@ -108,19 +121,28 @@ def _named(mean: TaskMean, name: str) -> TaskMean:
 
 @dataclass(frozen=True)
 class ClusteredError:
-    """The cluster-robust standard error of ``all_attempts_pass_rate`` for one grouping of the tasks.
+    """The cluster-robust standard error of ``all_attempts_pass_rate`` for one grouping of the tasks,
+    and its t interval (spec section 11).
 
     Attributes
     ----------
     se : float or None
-        :func:`clustered_mean_se` over the tasks with an eligible attempt; None when there is none.
-        With one group it is 0 by the formula: a clustered error over one group measures nothing.
+        :func:`clustered_mean_se` (with the CR1 factor G/(G-1)) over the tasks with an eligible
+        attempt; None when there are fewer than 2 groups: one group says nothing.
     groups : int
-        Distinct groups among those tasks (tasks without a value form one group of their own).
+        Distinct groups G among those tasks (tasks without a value form one group of their own).
+    df : int or None
+        G - 1, the degrees of freedom of the interval; None when there is no task (G = 0).
+    ci_low, ci_high : float or None
+        value +- t_{0.975, G-1} * se, clipped to [0, 1] (:func:`capbench_nb.metrics.stats.t_interval`);
+        None when ``se`` is None.
     """
 
     se: float | None
     groups: int
+    df: int | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -305,15 +327,17 @@ def all_attempts_pass_rate(data: Run | pd.DataFrame, *, plan: pd.DataFrame | Non
 
 
 def clustered_mean_se(values, groups) -> tuple[np.ndarray | float, int]:
-    r"""The cluster-robust standard error of a mean over tasks, and the number of groups.
+    r"""The cluster-robust standard error of a mean over tasks (CR1), and the number of groups.
 
-    .. math:: \mathrm{SE}^2 = \frac{1}{T^2} \sum_{g} \Big(\sum_{t \in g} (x_t - \bar x)\Big)^2
+    .. math:: \mathrm{SE}^2 = \frac{G}{G-1} \cdot \frac{1}{T^2} \sum_{g} \Big(\sum_{t \in g} (x_t - \bar x)\Big)^2
 
-    Miller (2024), "Adding Error Bars to Evals", arXiv:2411.00640, eq. for clustered questions;
-    spec section 11.  It is the cluster-robust (sandwich) variance of the intercept of an OLS
-    regression of x on a constant, without small-sample correction: statsmodels'
-    ``cov_type="cluster"`` with ``use_correction=False``.  With every task its own group it is
-    sqrt((T - 1) / T) times the plain sd/sqrt(T); with one group it is exactly 0.
+    Miller (2024), "Adding Error Bars to Evals", arXiv:2411.00640, eq. for clustered questions,
+    with the usual small-sample factor G/(G-1); spec section 11.  It is the cluster-robust
+    (sandwich) standard error of the intercept of an OLS regression of x on a constant as
+    statsmodels computes it by default (``cov_type="cluster"``, whose correction
+    G/(G-1) * (N-1)/(N-K) is G/(G-1) for K = 1) and as Stata's ``regress, vce(cluster)`` does.  With
+    every task its own group it is the plain sd/sqrt(T); with one group it is NaN (one group says
+    nothing: the uncorrected sum is exactly 0 there).
 
     Parameters
     ----------
@@ -325,8 +349,8 @@ def clustered_mean_se(values, groups) -> tuple[np.ndarray | float, int]:
     Returns
     -------
     (se, groups)
-        ``se`` a float for 1-D ``values`` (an array over the leading axes otherwise); ``groups``
-        the number of distinct codes.  Empty values (T = 0) give NaN and 0.
+        ``se`` a float for 1-D ``values`` (an array over the leading axes otherwise), NaN when there
+        are fewer than 2 groups; ``groups`` the number of distinct codes (0 for T = 0).
     """
     x = np.asarray(values, dtype="float64")
     codes = np.asarray(groups)
@@ -338,13 +362,14 @@ def clustered_mean_se(values, groups) -> tuple[np.ndarray | float, int]:
     order = np.argsort(codes, kind="stable")
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.concatenate([[True], sorted_codes[1:] != sorted_codes[:-1]]))
-    if len(starts) == 1:  # the deviations from the mean sum to 0: exactly, not up to rounding
-        se = np.zeros(x.shape[:-1])
+    g = len(starts)
+    if g < 2:  # one group says nothing (spec section 11): no standard error, not 0
+        se = np.full(x.shape[:-1], np.nan)
     else:
         dev = x - x.mean(axis=-1, keepdims=True)
         sums = np.add.reduceat(dev[..., order], starts, axis=-1)
-        se = np.sqrt((sums * sums).sum(axis=-1)) / t
-    return (float(se) if x.ndim == 1 else se), int(len(starts))
+        se = np.sqrt(g / (g - 1) * (sums * sums).sum(axis=-1)) / t
+    return (float(se) if x.ndim == 1 else se), int(g)
 
 
 def _group_codes(values: Iterable) -> np.ndarray:
@@ -378,7 +403,8 @@ def clustered_se(data: Run | pd.DataFrame, by: str | Sequence, *, plan: pd.DataF
     Returns
     -------
     ClusteredError
-        Over the tasks with an eligible attempt (:func:`clustered_mean_se`).
+        Over the tasks with an eligible attempt (:func:`clustered_mean_se`), with the t interval
+        around their mean.
     """
     if isinstance(by, str):
         if not isinstance(data, Run):
@@ -390,14 +416,48 @@ def clustered_se(data: Run | pd.DataFrame, by: str | Sequence, *, plan: pd.DataF
     attempts, plan, _ = metric_inputs(data, plan, function="clustered_se")
     if len(keys) != len(plan):
         raise ValueError(f"clustered_se: {len(keys)} group values for {len(plan)} planned tasks")
-    return _clustered(_task_pass_shares(prepare(attempts, plan)), keys)
+    shares = _task_pass_shares(prepare(attempts, plan))
+    return _clustered(shares, keys, _over_tasks(shares, "all_attempts_pass_rate").value)
 
 
-def _clustered(shares: np.ndarray, keys: list) -> ClusteredError:
-    """:class:`ClusteredError` of per-task shares (NaN: no eligible attempt, left out) grouped by ``keys``."""
+def _clustered(shares: np.ndarray, keys: list, value: float | None) -> ClusteredError:
+    """:class:`ClusteredError` of per-task shares (NaN: no eligible attempt, left out) grouped by ``keys``,
+    its interval around ``value`` (the run's all_attempts_pass_rate)."""
     have = ~np.isnan(shares)
     se, groups = clustered_mean_se(shares[have], _group_codes(keys)[have])
-    return ClusteredError(se=float(se) if groups else None, groups=groups)
+    se = None if math.isnan(se) else float(se)
+    low, high = t_interval(value, se, groups - 1)
+    return ClusteredError(se=se, groups=groups, df=groups - 1 if groups else None, ci_low=low, ci_high=high)
+
+
+def clustered_caveat(value: float | None, error: ClusteredError, tasks: int) -> str | None:
+    """Why the clustered t interval of ``value`` is only approximate, or None when the coverage study
+    found it to hold (``approximate`` of metrics.json; docs/coverage.md).
+
+    From benchmarks/coverage.py: the interval covers less than 93% when ``value`` is within
+    :data:`APPROXIMATE_MARGIN` of 0 or 1 (84-91%), and near 0.5 in some cells with fewer than
+    :data:`APPROXIMATE_GROUPS` groups or fewer than :data:`APPROXIMATE_TASKS_PER_GROUP` tasks per
+    group on average (92-94%).  The reasons that hold, joined by ``"; "``.  None without an interval
+    (one group says nothing: no interval to qualify).
+
+    Parameters
+    ----------
+    value : float or None
+        The run's all_attempts_pass_rate.
+    error : ClusteredError
+    tasks : int
+        The tasks the value is over (its ``n``).
+    """
+    if value is None or error.ci_low is None or error.groups < 2:
+        return None
+    reasons = []
+    if value < APPROXIMATE_MARGIN or value > 1.0 - APPROXIMATE_MARGIN:
+        reasons.append(f"the value is within {APPROXIMATE_MARGIN:g} of 0 or 1")
+    if error.groups < APPROXIMATE_GROUPS:
+        reasons.append(f"fewer than {APPROXIMATE_GROUPS} groups")
+    if tasks < APPROXIMATE_TASKS_PER_GROUP * error.groups:
+        reasons.append(f"fewer than {APPROXIMATE_TASKS_PER_GROUP} tasks per group")
+    return "; ".join(reasons) or None
 
 
 def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESHOLD,
@@ -409,7 +469,8 @@ def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESH
     (task ids in plan order), ``per_task`` (plan order: ``task_id``, ``counted``, ``ineligible``
     {environment, evaluation, skipped, unknown}, ``consistency``, ``quarantine``),
     ``mean_quality_score`` {value, n, se} and ``all_attempts_pass_rate`` {value, n, se,
-    ``clustered``: {dimension: {se, groups}} for each of ``clusters``, in the order given}.
+    ``clustered``: {dimension: {se, groups, df, ci_low, ci_high}} for each of ``clusters``, in the order given,
+    and with at least one dimension ``clustered_approximate``: {dimension: :func:`clustered_caveat`}}.
 
     Raises
     ------
@@ -429,8 +490,10 @@ def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESH
     share = inconsistent_share(attempts, plan=plan, k=k)
     rate = all_attempts_pass_rate(attempts, plan=plan).to_dict()
     shares = _task_pass_shares(prepare(attempts, plan))
-    rate["clustered"] = {dim: _clustered(shares, slice_values(run, dim).tolist()).to_dict()
-                         for dim in dict.fromkeys(clusters)}
+    errors = {dim: _clustered(shares, slice_values(run, dim).tolist(), rate["value"]) for dim in dict.fromkeys(clusters)}
+    rate["clustered"] = {dim: e.to_dict() for dim, e in errors.items()}
+    if errors:  # only with --cluster: a run without one keeps its bytes
+        rate["clustered_approximate"] = {dim: clustered_caveat(rate["value"], e, rate["n"]) for dim, e in errors.items()}
     consistency = {word: words.count(word) for word in CONSISTENCY}
     consistency["inconsistent_share"] = share.to_dict()
     return {

@@ -1,6 +1,8 @@
 """Interval estimates for proportions, and tests and intervals for paired proportions.
 
 Single proportions: the Wilson score interval (:func:`wilson_interval`).
+A mean with a standard error on few degrees of freedom (the clustered standard error of
+spec section 11): Student's t interval (:func:`t_interval`).
 Two runs on the same tasks (paired binary outcomes): the exact McNemar test
 (:func:`mcnemar_exact`) and Newcombe's hybrid score interval for the
 difference of the paired proportions (:func:`paired_difference_interval`).
@@ -8,14 +10,13 @@ difference of the paired proportions (:func:`paired_difference_interval`).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 # scipy is imported where it is used: scipy.stats alone costs ~0.5 s, which a report
 # kernel (Wilson intervals only, z fixed) would otherwise pay on every run.
 
-__all__ = ["Z_95", "wilson_interval", "wilson_interval_array", "mcnemar_exact", "paired_difference_interval"]
+__all__ = ["Z_95", "wilson_interval", "wilson_interval_array", "t_interval", "t_interval_array", "mcnemar_exact",
+           "paired_difference_interval", "paired_difference_interval_array"]
 
 #: The two-sided 95% normal quantile fixed by the run format (spec section 6).
 Z_95 = 1.959963984540054
@@ -105,6 +106,69 @@ def wilson_interval_array(successes, n, *, confidence: float = 0.95) -> tuple[np
     return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
 
 
+def t_interval(value: float | None, se: float | None, df: int | None, *, confidence: float = 0.95,
+               bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float | None, float | None]:
+    r"""Student's t interval of a mean from its standard error, clipped to ``bounds``.
+
+    .. math:: \bar x \pm t_{(1+c)/2,\ \nu} \cdot \mathrm{SE}, \quad\text{clipped to } [a, b]
+
+    with :math:`t_{q, \nu}` the q-quantile of Student's t with :math:`\nu` degrees of freedom
+    (:func:`scipy.stats.t.ppf`).  Spec section 11 uses it for the clustered standard error of
+    ``all_attempts_pass_rate`` with :math:`\nu = G - 1`, G the number of groups, and clips to [0, 1].
+
+    Parameters
+    ----------
+    value, se : float or None
+        The estimate and its standard error.
+    df : int or None
+        Degrees of freedom, >= 1.
+    confidence : float, default 0.95
+    bounds : (float, float), default (0, 1)
+        The range the quantity lives in (a share).
+
+    Returns
+    -------
+    (ci_low, ci_high) : tuple of float or None
+        ``(None, None)`` when ``value``, ``se`` or ``df`` is None, or ``df < 1``.
+
+    References
+    ----------
+    A. C. Cameron, D. L. Miller, "A practitioner's guide to cluster-robust inference", J. Human
+    Resources 50 (2015) 317-372, section VI (few clusters: t with G - 1 degrees of freedom).
+    E. Miller, "Adding error bars to evals", arXiv:2411.00640 (2024).
+    """
+    if value is None or se is None or df is None or int(df) < 1:
+        return None, None
+    low, high = t_interval_array(value, se, int(df), confidence=confidence, bounds=bounds)
+    return float(low), float(high)
+
+
+def t_interval_array(value, se, df, *, confidence: float = 0.95,
+                     bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of :func:`t_interval`, element by element; NaN where ``se`` is NaN or ``df < 1``.
+
+    The one implementation: :func:`t_interval` is this function on one element.
+
+    Parameters
+    ----------
+    value, se, df : array_like
+        Broadcast against each other.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    from scipy.stats import t as student_t
+
+    x = np.asarray(value, dtype="float64")
+    s = np.asarray(se, dtype="float64")
+    nu = np.asarray(df, dtype="float64")
+    valid = (nu >= 1) & ~np.isnan(s) & ~np.isnan(x)
+    q = student_t.ppf(0.5 + 0.5 * confidence, np.where(valid, nu, 1.0))
+    half = q * s
+    low = np.clip(x - half, bounds[0], bounds[1])
+    high = np.clip(x + half, bounds[0], bounds[1])
+    return np.where(valid, low, np.nan), np.where(valid, high, np.nan)
+
+
 # --------------------------------------------------------------------------- paired proportions
 
 
@@ -153,20 +217,17 @@ def mcnemar_exact(b: int, c: int) -> float:
     return float(min(1.0, 2.0 * binom.cdf(min(b, c), m, 0.5)))
 
 
-def _newcombe_phi(both: int, a_only: int, b_only: int, neither: int) -> float:
-    """The phi correlation of Newcombe's method 10, with its continuity correction (see below)."""
+def _newcombe_phi(both, a_only, b_only, neither) -> np.ndarray:
+    """The phi correlation of Newcombe's method 10, with its continuity correction (see below),
+    element by element (int64 counts; float64 operations in the scalar's order)."""
     n = both + a_only + b_only + neither
     margins = (both + b_only, a_only + neither, both + a_only, b_only + neither)  # B+, B-, A+, A-
-    if min(margins) == 0:
-        return 0.0
     cross = both * neither - a_only * b_only
-    if cross > n / 2:
-        numerator = cross - n / 2
-    elif cross >= 0:
-        numerator = 0.0
-    else:
-        numerator = float(cross)
-    return numerator / math.sqrt(float(margins[0]) * margins[1] * margins[2] * margins[3])
+    numerator = np.where(cross > n / 2, cross - n / 2, np.where(cross >= 0, 0.0, cross.astype("float64")))
+    product = margins[0].astype("float64") * margins[1] * margins[2] * margins[3]
+    zero = np.minimum(np.minimum(margins[0], margins[1]), np.minimum(margins[2], margins[3])) == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(zero, 0.0, numerator / np.sqrt(np.where(zero, 1.0, product)))
 
 
 # long function: the docstring carries the method (formulas, phi rule, references); the body is 20 lines
@@ -240,18 +301,38 @@ def paired_difference_interval(
     cells = tuple(int(x) for x in (both, a_only, b_only, neither))
     if min(cells) < 0:
         raise ValueError(f"paired counts must be >= 0, got {cells}")
-    both, a_only, b_only, neither = cells
-    n = both + a_only + b_only + neither
-    if n == 0:
+    if sum(cells) == 0:
         return None, None
-    p_a = (both + a_only) / n
-    p_b = (both + b_only) / n
-    theta = (b_only - a_only) / n
-    l_a, u_a = wilson_interval(both + a_only, n, confidence=confidence)
-    l_b, u_b = wilson_interval(both + b_only, n, confidence=confidence)
+    low, high = paired_difference_interval_array(*cells, confidence=confidence)
+    return float(low), float(high)
+
+
+def paired_difference_interval_array(both, a_only, b_only, neither, *,
+                                     confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Newcombe's interval of :func:`paired_difference_interval`, element by element; NaN where n = 0.
+
+    The one implementation: the scalar is this function on one element (the same IEEE float64
+    operations in the same order, so a scalar and an array element give the same bits).  Counts
+    are not checked here (the scalar checks them).
+
+    Parameters
+    ----------
+    both, a_only, b_only, neither : array_like of int
+        Same shape.
+    """
+    both, a_only, b_only, neither = (np.asarray(x, dtype="int64") for x in (both, a_only, b_only, neither))
+    n = both + a_only + b_only + neither
+    empty = n == 0
+    m = np.where(empty, 1, n)
+    p_a = (both + a_only) / m
+    p_b = (both + b_only) / m
+    theta = (b_only - a_only) / m
+    l_a, u_a = wilson_interval_array(both + a_only, n, confidence=confidence)
+    l_b, u_b = wilson_interval_array(both + b_only, n, confidence=confidence)
     phi = _newcombe_phi(both, a_only, b_only, neither)
     x, y = p_b - l_b, u_a - p_a
-    delta = math.sqrt(max(0.0, x * x - 2.0 * phi * x * y + y * y))
+    delta = np.sqrt(np.maximum(0.0, x * x - 2.0 * phi * x * y + y * y))
     x, y = u_b - p_b, p_a - l_a
-    epsilon = math.sqrt(max(0.0, x * x - 2.0 * phi * x * y + y * y))
-    return max(-1.0, theta - delta), min(1.0, theta + epsilon)
+    epsilon = np.sqrt(np.maximum(0.0, x * x - 2.0 * phi * x * y + y * y))
+    low, high = np.maximum(-1.0, theta - delta), np.minimum(1.0, theta + epsilon)
+    return np.where(empty, np.nan, low), np.where(empty, np.nan, high)

@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from capbench_nb.metrics.health import CONSISTENCY, INELIGIBLE_KEYS, SUITE_CLASSES
-from capbench_nb.metrics.stats import Z_95
 from capbench_nb.outputs.escaping import html_escape
 from capbench_nb.outputs.figures import plot_health
-from capbench_nb.outputs.formatting import NA, fmt_count, fmt_pct, fmt_score, is_null, plural
+from capbench_nb.outputs.formatting import NA, fmt_count, fmt_interval, fmt_pct, fmt_score, is_null, plural
 from capbench_nb.outputs.summary import health_sentence
 from capbench_nb.outputs.tables import Raw, html_table, id_cell, paragraph, show_html
 
@@ -79,13 +78,13 @@ def _se_text(se: Any, percent: bool) -> str:
     return f"{float(se) * 100:.1f} pp" if percent else f"{float(se):.3f}"
 
 
-def _interval_text(value: Any, se: Any, percent: bool) -> str:
-    """value ± 1.96 se, clipped to [0, 1] (both quantities are shares or scores in [0, 1])."""
-    if is_null(value) or is_null(se):
+def _clustered_interval(c: Mapping, caveat: Any) -> str:
+    """The document's t interval of one clustered dimension, with its degrees of freedom and, when the
+    metrics flag it, why it is only approximate (``clustered_approximate``)."""
+    if is_null(c.get("ci_low")) or is_null(c.get("ci_high")):
         return NA
-    lo, hi = max(0.0, float(value) - Z_95 * float(se)), min(1.0, float(value) + Z_95 * float(se))
-    fmt = fmt_pct if percent else fmt_score
-    return f"[{fmt(lo)}, {fmt(hi)}]"
+    text = f"{fmt_interval(c.get('ci_low'), c.get('ci_high'))} (t, {fmt_count(c.get('df'))} df)"
+    return text + (f"; approximate: {caveat}" if isinstance(caveat, str) and caveat else "")
 
 
 def _means_table(health: Mapping) -> str:
@@ -94,19 +93,21 @@ def _means_table(health: Mapping) -> str:
                                 ("mean_quality_score", "mean_quality_score", False)):
         m = health.get(key) or {}
         value = (fmt_pct if percent else fmt_score)(m.get("value")) if not is_null(m.get("value")) else "n/a (no task)"
-        rows.append([label, value, fmt_count(m.get("n")), "tasks independent", _se_text(m.get("se"), percent),
-                     _interval_text(m.get("value"), m.get("se"), percent)])
+        rows.append([label, value, fmt_count(m.get("n")), "tasks independent", _se_text(m.get("se"), percent), NA])
+        caveats = m.get("clustered_approximate") if isinstance(m.get("clustered_approximate"), Mapping) else {}
         for dim, c in (m.get("clustered") or {}).items():
-            groups = int((c or {}).get("groups") or 0)
-            se = (c or {}).get("se")
-            se_text = _se_text(se, percent) if groups != 1 else "0 (one group: says nothing)"
+            c = c if isinstance(c, Mapping) else {}
+            groups = int(c.get("groups") or 0)
+            se_text = _se_text(c.get("se"), percent) if groups >= 2 else "n/a (one group says nothing)"
             rows.append([Raw(f"&nbsp;&nbsp;clustered by {id_cell(dim)}"), value, fmt_count(m.get("n")),
-                         plural(groups, "group"), se_text,
-                         _interval_text(m.get("value"), se, percent) if groups > 1 else NA])
-    note = paragraph("Means over tasks with the standard error sd/√n, and the cluster-robust standard error over "
+                         plural(groups, "group"), se_text, _clustered_interval(c, caveats.get(dim))])
+    note = paragraph("Means over tasks with the standard error sd/√n, and the cluster-robust standard error (CR1) over "
                      "the groups of each requested dimension (Miller 2024, arXiv:2411.00640), which allows for tasks "
-                     "of one group (one app) succeeding or failing together.", "cb-note")
-    return note + html_table(["quantity", "value", "tasks", "grouping", "standard error", "value ± 1.96 se"], rows,
+                     "of one group (one app) succeeding or failing together, with its 95% interval from Student's t "
+                     "on groups − 1 degrees of freedom; where the coverage study (docs/coverage.md) found it short, "
+                     "the interval says approximate and why.  The plain standard errors come without an interval "
+                     "(metrics.json gives none).", "cb-note")
+    return note + html_table(["quantity", "value", "tasks", "grouping", "standard error", "95% interval"], rows,
                              numeric=(1, 2, 4), caption="Means over tasks", scroll=True)
 
 
@@ -127,7 +128,8 @@ def show_health(doc: Mapping, *, explorer_id: str = EXPLORER_ID, max_rows: int =
     One sentence (the one summary.md has), then the quarantine candidates with their ineligible
     attempts by class, the inconsistent tasks, :func:`~capbench_nb.outputs.figures.plot_health`,
     and the two means over tasks with their standard errors (plain, and clustered by each
-    dimension the document holds).  Every number is the document's.
+    dimension the document holds, with the document's t interval and its ``clustered_approximate``
+    caveat).  Every number is the document's: the page computes no interval.
     """
     health = doc.get("health")
     if not isinstance(health, Mapping):

@@ -10,12 +10,14 @@ from collections.abc import Mapping
 from capbench_nb.format import ANOMALY_KINDS, INELIGIBLE_CLASSES
 from capbench_nb.outputs.escaping import DISPLAY_MAX, md_escape
 from capbench_nb.outputs.formatting import (
-    NA_NO_ELIGIBLE, fmt_interval, fmt_pct, fmt_score, is_null, join_words, judge_phrase, listing, plural,
+    NA, NA_NO_ELIGIBLE, fmt_count, fmt_interval, fmt_pct, fmt_score, is_null, join_words, judge_phrase, listing,
+    plural,
 )
 
 __all__ = [
     "anomaly_counts",
     "health_sentence",
+    "clustered_sentence",
     "selection_sentence",
     "selection_rows",
     "summary_markdown",
@@ -79,6 +81,39 @@ def health_sentence(doc: Mapping) -> str | None:
     else:
         text += f"; no quarantine candidate (no task where {where})"
     return text + "."
+
+
+def clustered_sentence(doc: Mapping) -> str | None:
+    """The clustered intervals of all_attempts_pass_rate in one sentence, one clause per dimension.
+
+    From ``health.all_attempts_pass_rate`` (``clustered`` and ``clustered_approximate``, spec section
+    11); None when the document has no clustered dimension (a run without ``--cluster``).  A dimension
+    with one group says nothing: it has no interval, and the sentence says so.
+    """
+    health = doc.get("health")
+    rate = health.get("all_attempts_pass_rate") if isinstance(health, Mapping) else None
+    clustered = rate.get("clustered") if isinstance(rate, Mapping) else None
+    if not isinstance(clustered, Mapping) or not clustered:
+        return None
+    caveats = rate.get("clustered_approximate") if isinstance(rate.get("clustered_approximate"), Mapping) else {}
+    clauses = []
+    for dim, c in clustered.items():
+        c = c if isinstance(c, Mapping) else {}
+        name = f"clustered by {md_escape(dim, max_len=120)}"
+        groups = c.get("groups") if isinstance(c.get("groups"), int) else 0
+        if c.get("se") is None or c.get("ci_low") is None or c.get("ci_high") is None:
+            why = "one group says nothing" if groups == 1 else "no task to group"
+            clauses.append(f"{name} ({plural(groups, 'group')}): no interval, {why}")
+            continue
+        caveat = caveats.get(dim)
+        se = c["se"]
+        se_text = f"{se * 100:.1f} pp" if isinstance(se, (int, float)) and not isinstance(se, bool) else NA
+        clauses.append(f"{name} ({plural(groups, 'group')}): standard error {se_text}, 95% t"
+                       f" interval {fmt_interval(c.get('ci_low'), c.get('ci_high'))} on {fmt_count(c.get('df'))}"
+                       f" degrees of freedom"
+                       + (f" (approximate: {md_escape(caveat, max_len=200)})" if isinstance(caveat, str) and caveat
+                          else ""))
+    return f"all_attempts_pass_rate {fmt_pct(rate.get('value'))}; " + "; ".join(clauses) + "."
 
 
 def _selector_name(selection: Mapping, markdown: bool) -> str:
@@ -258,6 +293,9 @@ def summary_markdown(doc: Mapping) -> str:
     health = health_sentence(doc)
     if health:
         sentences.append(health)
+    clustered = clustered_sentence(doc)
+    if clustered:
+        sentences.append(clustered)
 
     counts = anomaly_counts(doc)
     n_anomalies = sum(counts.values())

@@ -16,6 +16,7 @@ from capbench_nb.metrics.health import (
 )
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.slices import UnknownSliceError
+from capbench_nb.metrics.stats import t_interval_array
 
 from conftest import SAMPLE_RUN, manifest, outcomes, record, write_run
 
@@ -134,52 +135,82 @@ def test_all_attempts_pass_rate_by_hand_and_the_unbiased_pass_at_1(means):
 def test_clustered_standard_error_by_hand(means):
     # groups p {11, -4}, q {-19, 1}, no app {11} (thirtieths); r holds only t5, which enters nothing
     by_app = clustered_se(means, "app")
-    assert by_app.groups == 3
-    assert by_app.se == pytest.approx(math.sqrt((7**2 + 18**2 + 11**2) / 900) / 5)
-    # a config key: one group for the whole run, where the formula gives exactly 0
-    assert clustered_se(means, "model") == ClusteredError(se=0.0, groups=1)
-    # every task its own group: sqrt((T - 1) / T) times the plain standard error
+    assert by_app.groups == 3 and by_app.df == 2
+    # CR1: G / (G - 1) = 3 / 2 times the uncorrected sum of squared group sums
+    assert by_app.se == pytest.approx(math.sqrt(3 / 2 * (7**2 + 18**2 + 11**2) / 900) / 5)
+    # 19/30 +- t_{0.975, 2} * se, clipped to [0, 1]; t_{0.975, 2} = 4.302652729749462 (scipy.stats.t.ppf(0.975, 2))
+    half = 4.302652729749462 * by_app.se
+    assert by_app.ci_low == pytest.approx(max(0.0, 19 / 30 - half)) and by_app.ci_low == 0.0
+    assert by_app.ci_high == 1.0  # 19/30 + half = 1.41: clipped
+    # a config key: one group for the whole run says nothing: no standard error, no interval, never 0
+    assert clustered_se(means, "model") == ClusteredError(se=None, groups=1, df=0, ci_low=None, ci_high=None)
+    # every task its own group: CR1 makes it exactly the plain standard error sd/sqrt(T)
     own = clustered_se(means, [f"g{i}" for i in range(6)])
-    assert own.groups == 5 and own.se == pytest.approx(math.sqrt(4 / 5) * all_attempts_pass_rate(means).se)
+    assert own.groups == 5 and own.df == 4 and own.se == pytest.approx(all_attempts_pass_rate(means).se, rel=1e-12)
+    assert own.ci_low == pytest.approx(19 / 30 - 2.7764451051977934 * own.se)  # scipy.stats.t.ppf(0.975, 4)
+    assert own.ci_high == 1.0  # 19/30 + 0.52: clipped
     # tasks without a value for the dimension form one group together
     assert clustered_se(means, [None, float("nan"), None, "x", "x", None]).groups == 2
     with pytest.raises(UnknownSliceError):
         clustered_se(means, "colour")
 
 
+def test_clustered_interval_of_the_means_run_against_statsmodels(means):
+    """statsmodels' cluster-robust OLS on a constant with t inference over G - 1 degrees of freedom
+    gives the same interval before clipping.  Reference values from
+    ``sm.OLS([1, 0.5, 0, 2/3, 1], np.ones((5, 1))).fit(cov_type="cluster", cov_kwds={"groups": [0, 0, 1, 1, 2]},
+    use_t=True)`` (statsmodels 0.15.0): ``bse[0] = 0.18147543451754924``, ``conf_int(0.05) =
+    [-0.14749244037606968, 1.4141591070427362]``, ``df_resid_inference = 2``."""
+    by_app = clustered_se(means, "app")
+    assert by_app.se == pytest.approx(0.18147543451754924, rel=1e-12)
+    assert (by_app.ci_low, by_app.ci_high) == (max(0.0, -0.14749244037606968), min(1.0, 1.4141591070427362))
+
+
 def test_no_eligible_task_gives_nulls(tmp_path):
     run = mean_run(tmp_path, [("a", 2), ("b", 1)], {"a": "EK", "b": ""})
     assert all_attempts_pass_rate(run).to_dict() == {"value": None, "n": 0, "se": None}
-    assert clustered_se(run, "model") == ClusteredError(se=None, groups=0)
+    assert clustered_se(run, "model") == ClusteredError(se=None, groups=0, df=None, ci_low=None, ci_high=None)
     share = inconsistent_share(run)
     assert share.value is None and share.n == 0 and share.ci_low is None
 
 
-def test_clustered_se_equals_statsmodels_cluster_robust_ols_on_an_intercept():
+def test_clustered_se_equals_statsmodels_cluster_robust_ols_on_an_intercept(tmp_path):
     r"""The intercept-only OLS of x on a constant has :math:`\hat\beta = \bar x` and residuals
-    :math:`x_t - \bar x`; its cluster-robust (sandwich) variance is :math:`(X'X)^{-1} \sum_g
-    (X_g'e_g)^2 (X'X)^{-1} = \frac{1}{T^2}\sum_g (\sum_{t\in g} (x_t - \bar x))^2`, the spec's SE^2,
-    when statsmodels applies no small-sample correction (``use_correction=False``).  With its default
-    correction it is larger by the factor sqrt(G/(G-1) * (N-1)/(N-K)), K = 1."""
+    :math:`x_t - \bar x`; its cluster-robust (sandwich) variance with statsmodels' default
+    small-sample correction G/(G-1) * (N-1)/(N-K), K = 1, is
+    :math:`\frac{G}{G-1}\frac{1}{T^2}\sum_g (\sum_{t\in g} (x_t - \bar x))^2`, the spec's CR1 SE^2.
+    Reference: ``sm.OLS(x, np.ones((40, 1))).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True)``,
+    its ``bse[0]`` and ``conf_int(0.05)`` (t with G - 1 degrees of freedom)."""
     sm = pytest.importorskip("statsmodels.api")
     rng = np.random.default_rng(11)
-    for groups_n in (2, 7):
+    for groups_n in (2, 7, 40):
         g = rng.integers(0, groups_n, size=40)
         g[:groups_n] = np.arange(groups_n)  # every group present
         x = rng.integers(0, 4, size=40) / 3
-        fit = sm.OLS(x, np.ones((40, 1)))
-        plain = fit.fit(cov_type="cluster", cov_kwds={"groups": g, "use_correction": False}).bse[0]
-        corrected = fit.fit(cov_type="cluster", cov_kwds={"groups": g}).bse[0]
+        fit = sm.OLS(x, np.ones((40, 1))).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True)
         se, count = clustered_mean_se(x, g)
         assert count == groups_n
-        assert se == pytest.approx(plain, rel=1e-12)
-        assert corrected == pytest.approx(se * math.sqrt(groups_n / (groups_n - 1) * (40 - 1) / (40 - 1)), rel=1e-12)
+        assert se == pytest.approx(fit.bse[0], rel=1e-12)
+        low, high = fit.conf_int(alpha=0.05)[0]
+        ours = clustered_se(_shares_run(tmp_path / str(groups_n), x), list(g))
+        assert ours.df == groups_n - 1 == fit.df_resid_inference
+        assert ours.ci_low == pytest.approx(max(0.0, low), rel=1e-12, abs=1e-15)
+        assert ours.ci_high == pytest.approx(min(1.0, high), rel=1e-12, abs=1e-15)
+    # every task its own group: the plain sd/sqrt(T) exactly (CR1 undoes the (T-1)/T of the sandwich)
+    assert clustered_mean_se(x, np.arange(40))[0] == pytest.approx(x.std(ddof=1) / math.sqrt(40), rel=1e-12)
+
+
+def _shares_run(path, x: np.ndarray) -> cb.Run:
+    """A loaded run whose task t has c/n = x_t over 3 attempts (x in thirds)."""
+    codes = {f"t{i}": "S" * int(round(v * 3)) + "A" * (3 - int(round(v * 3))) for i, v in enumerate(x)}
+    return mean_run(path, [(t, 3) for t in codes], codes)
 
 
 def test_clustered_interval_covers_the_truth_where_the_plain_one_does_not():
     """Tasks come in apps that share a success probability (30 apps of 6 tasks, 4 attempts each;
-    app probabilities uniform on 0.6 +- 0.35, so the truth is 0.6).  Over 400 seeds, value +- 1.96 se
-    covers 0.6 about 95% of the time with the clustered se and far less often with the plain one."""
+    app probabilities uniform on 0.6 +- 0.35, so the truth is 0.6).  Over 400 seeds the clustered
+    t interval (CR1, 29 degrees of freedom) covers 0.6 about 95% of the time, value +- 1.96 plain
+    se far less often."""
     rng = np.random.default_rng(2024)
     seeds, apps, per_app = 400, 30, 6
     p = 0.6 + rng.uniform(-0.35, 0.35, (seeds, apps)).repeat(per_app, axis=1)
@@ -188,11 +219,12 @@ def test_clustered_interval_covers_the_truth_where_the_plain_one_does_not():
     groups = np.arange(apps).repeat(per_app)
     mean = x.mean(axis=1)
     clustered, count = clustered_mean_se(x, groups)
+    low, high = t_interval_array(mean, clustered, count - 1)
     plain = x.std(axis=1, ddof=1) / math.sqrt(apps * per_app)
-    covered = np.mean(np.abs(mean - 0.6) <= 1.959963984540054 * clustered)
+    covered = np.mean((low <= 0.6) & (0.6 <= high))
     naive = np.mean(np.abs(mean - 0.6) <= 1.959963984540054 * plain)
     assert count == apps
-    assert 0.9 <= covered <= 0.99, covered  # 0.94 with this seed
+    assert 0.92 <= covered <= 0.99, covered
     assert naive <= 0.82, naive  # 0.73
 
 
@@ -219,9 +251,41 @@ def test_health_block_of_the_sample_run():
     assert [e["task_id"] for e in h["per_task"]] == [e["task_id"] for e in doc["per_task"]]
     assert list(h["all_attempts_pass_rate"]["clustered"]) == ["app", "model"]
     assert h["all_attempts_pass_rate"]["clustered"]["app"]["groups"] == 5
-    assert h["all_attempts_pass_rate"]["clustered"]["model"] == {"se": 0.0, "groups": 1}
+    assert h["all_attempts_pass_rate"]["clustered"]["model"] == {"se": None, "groups": 1, "df": 0,
+                                                                 "ci_low": None, "ci_high": None}
+    app = h["all_attempts_pass_rate"]["clustered"]["app"]
+    assert list(app) == ["se", "groups", "df", "ci_low", "ci_high"] and app["df"] == 4
+    assert app["ci_low"] < h["all_attempts_pass_rate"]["value"] < app["ci_high"]
     assert doc["provenance"]["options"] == {"allow_invalid": False, "slices": [], "quarantine_threshold": 0.5,
                                             "clusters": ["app", "model"]}
     again = cb.compute_metrics(cb.load_run(SAMPLE_RUN), clusters=["app", "model"])
     assert dumps(again) == dumps(doc)  # byte-identical
     assert health_document(run, quarantine_threshold=1)["quarantine"] == []
+
+
+def test_clustered_caveat_names_the_cells_where_the_coverage_study_found_the_interval_short():
+    from capbench_nb.metrics.health import clustered_caveat
+
+    held = ClusteredError(se=0.05, groups=8, df=7, ci_low=0.4, ci_high=0.6)
+    assert clustered_caveat(0.5, held, 40) is None  # 8 groups, 5 tasks per group, value near 0.5: it held (docs/coverage.md)
+    assert clustered_caveat(0.5, held, 31) == "fewer than 4 tasks per group"  # 31 < 4 * 8
+    assert clustered_caveat(0.5, held, 32) is None
+    assert clustered_caveat(0.19, held, 40) == "the value is within 0.2 of 0 or 1"
+    assert clustered_caveat(0.2, held, 40) is None and clustered_caveat(0.8, held, 40) is None
+    few = ClusteredError(se=0.05, groups=7, df=6, ci_low=0.4, ci_high=0.6)
+    assert clustered_caveat(0.5, few, 40) == "fewer than 8 groups"
+    assert clustered_caveat(0.95, few, 10) == ("the value is within 0.2 of 0 or 1; fewer than 8 groups; "
+                                               "fewer than 4 tasks per group")
+    one = ClusteredError(se=None, groups=1, df=0, ci_low=None, ci_high=None)
+    assert clustered_caveat(0.5, one, 40) is None  # no interval to qualify: one group says nothing
+    assert clustered_caveat(None, ClusteredError(se=None, groups=0), 0) is None
+
+
+def test_clustered_approximate_only_with_a_cluster_dimension():
+    run = cb.load_run(SAMPLE_RUN)
+    plain = cb.compute_metrics(run)["health"]["all_attempts_pass_rate"]
+    assert list(plain) == ["value", "n", "se", "clustered"] and plain["clustered"] == {}
+    rate = cb.compute_metrics(run, clusters=["app", "model"])["health"]["all_attempts_pass_rate"]
+    assert list(rate) == ["value", "n", "se", "clustered", "clustered_approximate"]
+    # 11 tasks in 5 apps (2.2 per group); the config key model is one group: no interval, no caveat
+    assert rate["clustered_approximate"] == {"app": "fewer than 8 groups; fewer than 4 tasks per group", "model": None}

@@ -247,3 +247,48 @@ def test_scalar_is_the_array_to_the_last_bit(confidence):
         scalar = wilson_interval(x, n, confidence=confidence)
         assert scalar == _wilson_by_hand(x, n, z) == (low[i], high[i]), (x, n)
         assert all(type(v) is float for v in scalar)
+
+
+# --------------------------------------------------------------------------- Student's t interval
+
+
+def test_t_interval_by_hand_and_clipped():
+    from capbench_nb.metrics.stats import t_interval
+
+    # t_{0.975, 4} = 2.7764451051977934 (scipy.stats.t.ppf(0.975, 4)); 0.5 +- 2.776 * 0.1
+    low, high = t_interval(0.5, 0.1, 4)
+    assert low == pytest.approx(0.5 - 0.27764451051977934, rel=1e-14)
+    assert high == pytest.approx(0.5 + 0.27764451051977934, rel=1e-14)
+    assert t_interval(0.9, 0.1, 4) == (pytest.approx(0.9 - 0.27764451051977934), 1.0)  # clipped to [0, 1]
+    assert t_interval(0.05, 0.1, 1)[0] == 0.0
+    assert t_interval(0.5, None, 4) == (None, None)
+    assert t_interval(0.5, 0.1, 0) == (None, None)  # one group: no degrees of freedom
+    assert t_interval(None, 0.1, 3) == (None, None)
+
+
+def test_t_interval_scalar_and_array_give_the_same_bits():
+    from capbench_nb.metrics.stats import t_interval, t_interval_array
+
+    rng = np.random.default_rng(5)
+    values, ses, dfs = rng.random(200), rng.random(200) / 4, rng.integers(0, 12, 200)
+    low, high = t_interval_array(values, ses, dfs)
+    for v, s, d, lo, hi in zip(values, ses, dfs, low, high):
+        got = t_interval(float(v), float(s), int(d))
+        if d < 1:
+            assert got == (None, None) and np.isnan(lo) and np.isnan(hi)
+        else:
+            assert got == (float(lo), float(hi))
+
+
+def test_paired_difference_interval_scalar_and_array_give_the_same_bits():
+    from capbench_nb.metrics.stats import paired_difference_interval, paired_difference_interval_array
+
+    cells = np.random.default_rng(9).integers(0, 40, (500, 4))
+    cells[:5] = 0  # empty tables
+    low, high = paired_difference_interval_array(*cells.T)
+    for row, lo, hi in zip(cells, low, high):
+        got = paired_difference_interval(*row.tolist())
+        if row.sum() == 0:
+            assert got == (None, None) and np.isnan(lo)
+        else:
+            assert got == (float(lo), float(hi))

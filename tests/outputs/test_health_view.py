@@ -9,7 +9,7 @@ from IPython.display import HTML
 
 import capbench_nb as cb
 from capbench_nb.outputs import health_view, tables
-from capbench_nb.outputs.summary import health_sentence, summary_markdown
+from capbench_nb.outputs.summary import clustered_sentence, health_sentence, summary_markdown
 
 from conftest import HOSTILE_TEXTS, SAMPLE_RUN, manifest, outcomes, write_run
 
@@ -37,8 +37,11 @@ def test_candidates_first_then_inconsistent_tasks_the_figure_and_the_means(sampl
     assert '<a class="cb-task-link" href="#cb-explorer-task-5">clock.timer.start</a>' in html
     assert re.search(r"clock\.timer\.start</a></bdi></td><td class=\"num\">3</td><td class=\"num\">2</td>", html)
     assert html.count('class="cb-task-link"') == 1 + 6
-    assert "5 groups" in html and "6.1 pp" in html and "8.1 pp" in html  # clustered by app, and plain
-    assert "0 (one group: says nothing)" in html  # clustered by a config key
+    assert "5 groups" in html and "6.8 pp" in html and "8.1 pp" in html  # clustered by app (CR1), and plain
+    # the document's t interval, its degrees of freedom and its caveat, next to the number
+    assert "[43.2%, 81.0%] (t, 4 df); approximate: fewer than 8 groups; fewer than 4 tasks per group" in html
+    assert "n/a (one group says nothing)" in html  # clustered by a config key: no standard error, no interval
+    assert "1.96" not in html and "±" not in html  # the page computes no interval
     assert health_sentence(sample_doc) in html
 
 
@@ -77,3 +80,32 @@ def test_a_document_without_health_or_without_attempts(tmp_path, shown):
     assert "No quarantine candidate" in html and "No inconsistent task" in html
     assert "No task has a counted attempt" in html and "n/a (no task)" in html
     assert "cb-fig" not in html
+
+
+def test_the_interval_shown_is_the_documents_not_recomputed(sample_doc, shown):
+    """Tampered bounds and caveat in the document are what the page shows: it reads, it does not compute."""
+    import copy
+
+    doc = copy.deepcopy(sample_doc)
+    rate = doc["health"]["all_attempts_pass_rate"]
+    rate["clustered"]["app"].update(ci_low=0.111, ci_high=0.999, df=7)
+    rate["clustered_approximate"]["app"] = "<b>odd</b>"
+    health_view.show_health(doc)
+    html = "\n".join(shown)
+    assert "[11.1%, 99.9%] (t, 7 df); approximate: &lt;b&gt;odd&lt;/b&gt;" in html
+    # a document of the previous format (clustered without df or interval): no interval, nothing invented
+    del rate["clustered_approximate"]
+    rate["clustered"]["app"] = {"se": 0.05, "groups": 5}
+    shown.clear()
+    health_view.show_health(doc)
+    assert "(t," not in "\n".join(shown)
+
+
+def test_the_summary_gives_each_clustered_interval_and_says_one_group_says_nothing(sample_doc):
+    assert clustered_sentence(sample_doc) == (
+        "all_attempts_pass_rate 62.1%; clustered by app (5 groups): standard error 6.8 pp, 95% t interval"
+        " [43.2%, 81.0%] on 4 degrees of freedom (approximate: fewer than 8 groups; fewer than 4 tasks per group);"
+        " clustered by model (1 group): no interval, one group says nothing.")
+    assert clustered_sentence(sample_doc) in summary_markdown(sample_doc)
+    plain = cb.compute_metrics(cb.load_run(SAMPLE_RUN))
+    assert clustered_sentence(plain) is None and "clustered by" not in summary_markdown(plain)
