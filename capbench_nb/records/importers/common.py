@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Iterator
 from urllib.parse import quote
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import limits
+from capbench_nb.format import limits, new_record
 from capbench_nb.io.atomic import current_umask, dumps, write_atomic
 from capbench_nb.io import interrupts, publish
 from capbench_nb.io.files import inside, open_input
@@ -35,7 +35,6 @@ from capbench_nb.io.pointer import escape_token
 from capbench_nb.records.ingest import record_line
 from capbench_nb.records.manifest import validate_manifest
 from capbench_nb.records.run import MANIFEST, RESULTS, read_results
-from capbench_nb.format import TELEMETRY_FIELDS
 
 __all__ = [
     "ImportReport",
@@ -304,21 +303,8 @@ def unit_score(value: float) -> float | None:
 
 def base_record(task_id: str, attempt: int) -> dict:
     """A record skeleton in the section-3 key order: null telemetry, no cost."""
-    return {
-        "task_id": task_id,
-        "attempt": attempt,
-        "artifact_dir": artifact_dir(task_id, attempt),
-        "success": False,
-        "agent_eligible": True,
-        "failure_class": "agent",
-        "failure_stage": None,
-        "evidence": [],
-        "quality_score": None,
-        "telemetry": dict.fromkeys(TELEMETRY_FIELDS),
-        "telemetry_source": {},
-        "cost": None,
-        "cost_source": None,
-    }
+    return new_record(task_id=task_id, attempt=attempt, artifact_dir=artifact_dir(task_id, attempt),
+                      success=False, agent_eligible=True, failure_class="agent")
 
 
 def _sort_key(record: dict) -> tuple:
