@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from capbench_nb.format import TELEMETRY_FIELDS
+from capbench_nb.format import TELEMETRY_FIELDS, new_record
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -34,27 +34,23 @@ _CODES = {
 }
 
 
-def record(task_id: str, attempt: int, code: str = "S", *, telemetry: dict | None = None, **fields) -> dict:
-    """A valid attempt record of outcome ``code`` with all-null telemetry unless given."""
+def record(task_id: str = "t1", attempt: int = 1, code: str = "S", /, *, telemetry: dict | None = None,
+           source: str = "test", **fields) -> dict:
+    """The one builder of a test record: a valid attempt record of outcome ``code``, from
+    :func:`capbench_nb.format.new_record` (section-3 key order), then ``fields`` over it.
+
+    Telemetry is all null but for ``telemetry``; each non-null value has the source ``source``
+    (``{name}`` in it stands for the field's name).  ``fields`` replace values after the record is
+    built and checked, so a test can give one a value the format refuses (a new key goes last);
+    so do ``task_id`` and ``attempt``.
+    """
     success, eligible, fclass = _CODES[code]
-    tel = {name: None for name in TELEMETRY_FIELDS}
+    tel = dict.fromkeys(TELEMETRY_FIELDS)
     tel.update(telemetry or {})
-    rec = {
-        "task_id": task_id,
-        "attempt": attempt,
-        "artifact_dir": None,
-        "success": success,
-        "agent_eligible": eligible,
-        "failure_class": fclass,
-        "failure_stage": None,
-        "evidence": [],
-        "quality_score": None,
-        "telemetry": tel,
-        "telemetry_source": {name: "test" for name, value in tel.items() if value is not None},
-        "cost": None,
-        "cost_source": None,
-    }
-    rec.update(fields)
+    rec = new_record(task_id="t1", attempt=1, success=success, agent_eligible=eligible, failure_class=fclass,
+                     telemetry=tel,
+                     telemetry_source={name: source.format(name=name) for name, value in tel.items() if value is not None})
+    rec.update(task_id=task_id, attempt=attempt, **fields)  # (tests of the readers give ids such as 5 or 1.0)
     return rec
 
 
@@ -541,29 +537,17 @@ ATTEMPT_JSON = {
 EPISODE_JSON = {"events": [{"type": "device_action", "status": "error", "start_ms": 1, "end_ms": None}]}
 
 
-def full_record(task_id="t1", attempt=1, /, **overrides) -> dict:
-    """A valid successful attempt record with every section-3 field; ``overrides`` win."""
-    rec = {
-        "task_id": task_id,
-        "attempt": attempt,
-        "artifact_dir": None,
-        "success": True,
-        "agent_eligible": True,
-        "failure_class": "",
-        "failure_stage": None,
-        "evidence": [],
-        "quality_score": 0.9,
-        "telemetry": dict(FULL_TELEMETRY),
-        "telemetry_source": {k: f"attempt.json#/{k}" for k, v in FULL_TELEMETRY.items() if v is not None},
-        "cost": None,
-        "cost_source": None,
-    }
+def full_record(task_id="t1", attempt=1, /, *, base_telemetry: dict = FULL_TELEMETRY, **overrides) -> dict:
+    """:func:`record`: a successful attempt with every telemetry field of ``base_telemetry`` (sourced
+    ``attempt.json#/NAME``) and quality_score 0.9; ``overrides`` win (a ``telemetry`` among them
+    replaces the object, not the sources)."""
+    rec = record(task_id, attempt, "S", telemetry=base_telemetry, source="attempt.json#/{name}", quality_score=0.9)
     rec.update(overrides)
     return rec
 
 
 def failed_record(task_id="t1", attempt=1, /, **overrides) -> dict:
-    """A valid agent failure (eligible, class ``agent``)."""
+    """:func:`full_record` of a valid agent failure (eligible, class ``agent``, quality_score 0.2)."""
     fields = {"success": False, "agent_eligible": True, "failure_class": "agent", "quality_score": 0.2}
     fields.update(overrides)
     return full_record(task_id, attempt, **fields)

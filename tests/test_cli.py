@@ -7,6 +7,7 @@ through a real subprocess (``python -m capbench_nb.cli`` and the installed
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_RUN, encode_lines, outcomes
+from conftest import SAMPLE_RUN, encode_lines, failed_record, full_record, outcomes
 from conftest import manifest as plan_manifest
 from conftest import write_run as write_outcomes_run
 
@@ -36,23 +37,9 @@ TELEMETRY = {
 }
 
 
-def record(task_id="t1", attempt=1, /, **overrides) -> dict:
-    """A valid successful record with every section-3 field; ``overrides`` win."""
-    rec = {
-        "task_id": task_id, "attempt": attempt, "artifact_dir": None, "success": True,
-        "agent_eligible": True, "failure_class": "", "failure_stage": None, "evidence": [],
-        "quality_score": 0.9, "telemetry": dict(TELEMETRY),
-        "telemetry_source": {k: f"attempt.json#/{k}" for k, v in TELEMETRY.items() if v is not None},
-        "cost": None, "cost_source": None,
-    }
-    rec.update(overrides)
-    return rec
-
-
-def failed(task_id="t1", attempt=1, /, **overrides) -> dict:
-    fields = {"success": False, "agent_eligible": True, "failure_class": "agent", "quality_score": 0.1}
-    fields.update(overrides)
-    return record(task_id, attempt, **fields)
+#: conftest's full record with this file's telemetry; a failure here has quality_score 0.1.
+record = functools.partial(full_record, base_telemetry=TELEMETRY)
+failed = functools.partial(failed_record, base_telemetry=TELEMETRY, quality_score=0.1)
 
 
 def telemetry(**values) -> dict:

@@ -48,12 +48,27 @@ class _Marker:
         self.token = token
 
 
-def locate_refused_token(text: str) -> tuple[str, str] | None:
-    """JSON pointer and token of the first NaN/Infinity token or over-long integer in ``text``.
+def locate_refused_token(text: str, *, constants: bool = True) -> tuple[str, str] | None:
+    """JSON pointer and token of the first NaN/Infinity token (unless ``constants`` is false) or
+    over-long integer in ``text``.
 
-    Only called on text the strict parser refused for one of those (so it is valid JSON
-    otherwise); the text is parsed again with both replaced by markers and walked.
+    Only called on text the parser refused for one of those (so it is valid JSON otherwise); the
+    text is parsed again with them replaced by markers and walked.  ``None`` when it is not valid
+    JSON after all, or holds none of them.
     """
+    doc = _marked(text, constants=constants)
+    return None if doc is None else _first_marker(doc)
+
+
+def _marked(text: str, *, constants: bool) -> Any:
+    """``text`` parsed with every refused token a :class:`_Marker` (None when it does not parse)."""
+    try:
+        return _marking_decoder(constants).decode(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _marking_decoder(constants: bool) -> json.JSONDecoder:
     limit = max_int_digits()
 
     def parse_int(digits: str):
@@ -61,10 +76,12 @@ def locate_refused_token(text: str) -> tuple[str, str] | None:
             return _Marker(digits)
         return int(digits)
 
-    try:
-        doc = json.JSONDecoder(parse_constant=_Marker, parse_int=parse_int).decode(text)
-    except (ValueError, RecursionError):
-        return None
+    return json.JSONDecoder(parse_constant=_Marker, parse_int=parse_int) if constants else json.JSONDecoder(
+        parse_int=parse_int)
+
+
+def _first_marker(doc: Any) -> tuple[str, str] | None:
+    """JSON pointer and token of the first :class:`_Marker` of ``doc``, in document order."""
     stack: list[tuple[Any, str]] = [(doc, "")]
     while stack:
         node, pointer = stack.pop()
@@ -201,6 +218,9 @@ class JsonMessages:
         Whether the line of the first byte that is not UTF-8 goes into :attr:`InvalidRunError.line`.
     utf8_rule, too_long_rule : str or None
         The rule ids of those two failures; None: the caller's rule.
+    value_what : bool
+        Whether ``what`` also prefixes the refusal of a value by ``parse_document(values=True)``
+        (an over-long integer literal, a lone surrogate).
     """
 
     syntax: str = "not valid JSON: {msg} (column {colno})"
@@ -211,6 +231,7 @@ class JsonMessages:
     utf8_line: bool = False
     utf8_rule: str | None = None
     too_long_rule: str | None = "number-too-large"
+    value_what: bool = True
 
 
 #: The wording of every input file without one of its own (artifacts, tool and price configurations).
@@ -324,6 +345,7 @@ def parse_document(
     line: int | None = None,
     strict: bool = False,
     encoding: str = "utf-8",
+    values: bool = False,
 ) -> Any:
     """One JSON document, decoded and parsed; any failure an ``InvalidRunError`` (:func:`json_error`).
 
@@ -337,6 +359,13 @@ def parse_document(
         Parse with :func:`parse_strict` (NaN and Infinity tokens refused, ``json-nan``) instead of
         the standard library's lenient reading, which accepts them.
     encoding : str, default ``"utf-8"``
+    values : bool, default False
+        Also refuse, naming the value's JSON pointer in the message, what no run can hold (the
+        importers' reading of a source document, lenient or not about NaN):
+
+        - an integer literal longer than Python converts (4300 digits): ``number-too-large``;
+        - a string (key or value) with a lone UTF-16 surrogate escape (``"t\\udcff"``):
+          ``invalid-unicode``.
 
     Raises
     ------
@@ -345,6 +374,34 @@ def parse_document(
     text = None
     try:
         text = data.decode(encoding) if isinstance(data, (bytes, bytearray)) else data
-        return parse_strict(text) if strict else json.loads(text)
+        doc = parse_strict(text) if strict else json.loads(text)
     except (ValueError, RecursionError, Violation) as exc:
+        if values and type(exc) is ValueError and text is not None:  # an over-long integer literal
+            _refuse_long_integer(text, file=file, rule=rule, messages=messages, what=what, line=line)
         raise json_error(exc, file=file, rule=rule, messages=messages, what=what, line=line, text=text) from None
+    if values and SURROGATE_ESCAPE.search(text):
+        found = find_surrogate(doc)
+        if found is not None:
+            prefix = f"{what}: " if what and messages.value_what else ""
+            raise InvalidRunError(file, "invalid-unicode", prefix + surrogate_message(*found), line=line)
+    return doc
+
+
+def _refuse_long_integer(text: str, *, file: str, rule: str, messages: JsonMessages, what: str,
+                         line: int | None) -> None:
+    """Raise for ``text``, which holds an integer literal Python does not convert: its syntax
+    error when it has one anywhere (as a whole-document parse reports it first), else the first
+    such literal, by its JSON pointer."""
+    try:
+        doc = _marking_decoder(False).decode(text)
+    except (ValueError, RecursionError) as exc:
+        raise json_error(exc, file=file, rule=rule, messages=messages, what=what, line=line, text=text) from None
+    found = _first_marker(doc)
+    if found is None:  # pragma: no cover - json.loads refused an integer the markers did not find
+        return
+    where, token = found
+    place = f"the value at {where}" if where else "an integer literal"
+    prefix = f"{what}: " if what and messages.value_what else ""
+    raise InvalidRunError(file, "number-too-large", f"{prefix}{place} is an integer literal of "
+                          f"{len(token.lstrip('-'))} digits (at most {max_int_digits()} are read; a number "
+                          "of the run format is at most 2**53-1)", line=line)

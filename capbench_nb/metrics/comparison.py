@@ -99,7 +99,7 @@ from capbench_nb.metrics.stats import mcnemar_exact, paired_difference_interval
 from capbench_nb.records.evidence import EvidenceResolver
 from capbench_nb.records.outcome import judge_enabled
 from capbench_nb.records.run import MANIFEST, RESULTS, Run
-from capbench_nb.format import SELECTION
+from capbench_nb.format import ATTEMPT, SELECTION
 
 __all__ = [
     "COMPARISON_SCHEMA_VERSION",
@@ -218,7 +218,7 @@ def _evaluation_contracts(run: Run, tasks: list[str]) -> dict[str, tuple[tuple[s
         if task_id in out:
             continue
         try:
-            evaluation = resolver.resolve(artifact_dir, "attempt.json#/evaluation")
+            evaluation = resolver.resolve(artifact_dir, f"{ATTEMPT}#/evaluation")
         except EvidenceError:
             continue
         if not isinstance(evaluation, dict):

@@ -23,7 +23,7 @@ from capbench_nb.errors import InvalidRunError
 from capbench_nb.io.files import NotARegularFile, checked_stat
 from capbench_nb.io.jsonparse import parse_document
 from capbench_nb.io.pointer import EvidenceError, resolve_pointer
-from capbench_nb.records.artifact_names import ATTEMPT, EPISODE, HISTORY
+from capbench_nb.format import ATTEMPT, EPISODE, HISTORY, new_record
 from capbench_nb.records.artifacts import check_attempt, check_episode, check_history
 from capbench_nb.records.evidence import EvidenceResolver
 from capbench_nb.records.outcome import classify
@@ -263,21 +263,12 @@ def derive_record(
     cost, cost_source = price_cost(telemetry, model, prices)
     read_here = art._read_from is not None and art._read_from == os.fspath(directory)
     artifact_dir, below = _artifact_dir(art, directory, run_dir, read_here, context)
-    record = {
-        "task_id": art.attempt["task_id"],
-        "attempt": art.attempt["attempt"],
-        "artifact_dir": artifact_dir,
-        "success": outcome.success,
-        "agent_eligible": outcome.agent_eligible,
-        "failure_class": outcome.failure_class,
-        "failure_stage": outcome.failure_stage,
-        "evidence": list(outcome.evidence),
-        "quality_score": outcome.quality_score,
-        "telemetry": telemetry,
-        "telemetry_source": sources,
-        "cost": cost,
-        "cost_source": cost_source,
-    }
+    record = new_record(
+        task_id=art.attempt["task_id"], attempt=art.attempt["attempt"], artifact_dir=artifact_dir,
+        success=outcome.success, agent_eligible=outcome.agent_eligible, failure_class=outcome.failure_class,
+        failure_stage=outcome.failure_stage, evidence=list(outcome.evidence), quality_score=outcome.quality_score,
+        telemetry=telemetry, telemetry_source=sources, cost=cost, cost_source=cost_source,
+    )
     # Every reference must resolve: the rule the loader enforces, checked where the reference is
     # made.  With a context's shared resolver (ingest), a reference into attempt.json
     # or episode.json as read_artifacts just read them from this directory, which lies below the

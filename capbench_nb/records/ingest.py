@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import TELEMETRY_FIELDS
+from capbench_nb.format import ATTEMPT, new_record
 from capbench_nb.io import interrupts
 from capbench_nb.io.atomic import copy_atomic, write_atomic
 from capbench_nb.io.files import inside, read_regular_file
@@ -103,7 +103,7 @@ def _error_record(directory: Path, run_dir: Path, error: InvalidRunError) -> dic
     the directory names and its ``artifact_dir`` is null.
     """
     attempt_doc = None
-    path = str(directory / "attempt.json")
+    path = str(directory / ATTEMPT)
     outside = not inside(os.path.realpath(directory), os.path.realpath(run_dir))
     try:  # (a FIFO is refused, not waited for)
         if not outside:
@@ -112,7 +112,7 @@ def _error_record(directory: Path, run_dir: Path, error: InvalidRunError) -> dic
         pass
     task_id = attempt_doc.get("task_id") if isinstance(attempt_doc, dict) else None
     number = attempt_doc.get("attempt") if isinstance(attempt_doc, dict) else None
-    source = "attempt.json"
+    source = ATTEMPT
     if not isinstance(task_id, str) or not task_id or type(number) is not int or number < 1:
         task_id, source = directory.parent.name, "directory names"
         digits = directory.name.isascii() and directory.name.isdigit()  # "²" is a digit int() refuses
@@ -123,31 +123,19 @@ def _error_record(directory: Path, run_dir: Path, error: InvalidRunError) -> dic
     evidence = []
     if isinstance(attempt_doc, dict):
         try:
-            EvidenceResolver(run_dir).resolve(artifact_dir, "attempt.json#")
-            evidence = ["attempt.json#"]
+            EvidenceResolver(run_dir).resolve(artifact_dir, ATTEMPT + "#")
+            evidence = [ATTEMPT + "#"]
         except EvidenceError:
             pass
-    return {
-        "task_id": task_id,
-        "attempt": number,
-        "artifact_dir": artifact_dir,
-        "success": False,
-        "agent_eligible": False,
-        "failure_class": "unknown",
-        "failure_stage": None,
-        "evidence": evidence,
-        "quality_score": None,
-        "telemetry": dict.fromkeys(TELEMETRY_FIELDS),
-        "telemetry_source": {},
-        "cost": None,
-        "cost_source": None,
-        "ingest_error": {
-            "file": Path(os.path.relpath(error.file, directory)).as_posix(),
-            "rule": error.rule,
-            "reason": error.message,
-            "ids_from": source,
-        },
+    record = new_record(task_id=task_id, attempt=number, artifact_dir=artifact_dir, success=False,
+                        agent_eligible=False, failure_class="unknown", evidence=evidence)
+    record["ingest_error"] = {  # an extra key, after the record's own
+        "file": Path(os.path.relpath(error.file, directory)).as_posix(),
+        "rule": error.rule,
+        "reason": error.message,
+        "ids_from": source,
     }
+    return record
 
 
 class _Progress:
@@ -309,7 +297,7 @@ def _collect(derived, run_dir: Path, allow_invalid: bool, bar: _Progress) -> tup
         key = record[:2]  # (task_id, attempt)
         if key in seen:
             bar.close()
-            raise InvalidRunError(str(Path(directory) / "attempt.json"), "duplicate-attempt",
+            raise InvalidRunError(str(Path(directory) / ATTEMPT), "duplicate-attempt",
                                   f"task {key[0]!r} attempt {key[1]} is also recorded in {seen[key]}")
         seen[key] = directory
         records.append(record)

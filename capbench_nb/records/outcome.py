@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from capbench_nb.records.artifact_names import ATTEMPT, EPISODE
+from capbench_nb.format import ATTEMPT, EPISODE
 
 __all__ = ["Outcome", "classify", "judge_enabled"]
 

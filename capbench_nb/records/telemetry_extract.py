@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capbench_nb.format import TELEMETRY, TELEMETRY_FIELDS
-from capbench_nb.records.artifact_names import EPISODE_ONLY_FIELDS, HISTORY, TOKEN_FIELDS
+from capbench_nb.format import EPISODE_ONLY_FIELDS, HISTORY, TELEMETRY, TELEMETRY_FIELDS, TOKEN_FIELDS
 from capbench_nb.records.prices import ToolConfig, load_tool_config
 
 __all__ = ["extract_telemetry"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capbench_nb.records.artifact_names import ATTEMPT, EPISODE, HISTORY
+from capbench_nb.format import ATTEMPT, EPISODE, HISTORY
 from capbench_nb.simulation.generator import DrawnAttempt
 from capbench_nb.simulation.options import SimulationOptions
 

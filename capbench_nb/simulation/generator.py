@@ -30,7 +30,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from capbench_nb.records.artifact_names import EPISODE_ONLY_FIELDS, TOKEN_FIELDS
+from capbench_nb.format import EPISODE_ONLY_FIELDS, TOKEN_FIELDS
 from capbench_nb.simulation.options import SimulationOptions
 
 __all__ = ["CATALOGUE", "DEVICE_TOOLS", "RUN_METRICS_KEYS", "PlannedTask", "DrawnAttempt", "draw_plan",

@@ -35,8 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capbench_nb.format import TELEMETRY, TELEMETRY_FIELDS
-from capbench_nb.records.artifact_names import ATTEMPT, EPISODE, HISTORY, TOKEN_FIELDS
+from capbench_nb.format import ATTEMPT, EPISODE, HISTORY, TELEMETRY, TELEMETRY_FIELDS, TOKEN_FIELDS
 from capbench_nb.simulation.artifacts import artifact_files, attempt_dir
 from capbench_nb.simulation.generator import DEVICE_TOOLS, DrawnAttempt, PlannedTask
 from capbench_nb.simulation.options import CAUSES, SIMULATOR_VERSION, SimulationOptions

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import RUN_SCHEMA_VERSION
-from capbench_nb.records.artifact_names import ATTEMPT, EPISODE, HISTORY
+from capbench_nb.format import ATTEMPT, EPISODE, HISTORY, RUN_SCHEMA_VERSION, new_record
 from capbench_nb.records.outcome import classify
 from capbench_nb.records.prices import price_cost
 from capbench_nb.records.telemetry_extract import extract_telemetry
@@ -123,26 +122,20 @@ def build_run(*, tasks: int, repeats: int, seed: int, artifacts: bool = False, *
 def _derived_record(a: DrawnAttempt, opt: SimulationOptions, files: dict) -> dict:
     """The record of a runner that writes results.jsonl itself, by the toolkit's derivation rules.
 
-    It keeps no artifacts, so it can cite no evidence and sets no stage.
+    It keeps no artifacts, so it can cite no evidence and sets no stage.  Built by
+    :func:`~capbench_nb.format.new_record`, as the derivation builds its records; the simulator's
+    truth (``truth.truth_record``) stays independent on purpose: it states the expected record from
+    the simulator's own draws, so it must not share the code under test.
     """
     outcome = classify(files[ATTEMPT], files.get(EPISODE), judge_default=opt.judge)
     telemetry, sources = extract_telemetry(files[ATTEMPT], files.get(EPISODE), files.get(HISTORY))
     cost, cost_source = price_cost(telemetry, opt.model, opt.price_table)
-    return {
-        "task_id": files[ATTEMPT]["task_id"],
-        "attempt": files[ATTEMPT]["attempt"],
-        "artifact_dir": None,
-        "success": outcome.success,
-        "agent_eligible": outcome.agent_eligible,
-        "failure_class": outcome.failure_class,
-        "failure_stage": None,
-        "evidence": [],
-        "quality_score": outcome.quality_score,
-        "telemetry": telemetry,
-        "telemetry_source": sources,
-        "cost": cost,
-        "cost_source": cost_source,
-    }
+    return new_record(
+        task_id=files[ATTEMPT]["task_id"], attempt=files[ATTEMPT]["attempt"], success=outcome.success,
+        agent_eligible=outcome.agent_eligible, failure_class=outcome.failure_class,
+        quality_score=outcome.quality_score, telemetry=telemetry, telemetry_source=sources, cost=cost,
+        cost_source=cost_source,
+    )
 
 
 def _dump_lines(doc: dict) -> str:

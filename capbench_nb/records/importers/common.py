@@ -16,7 +16,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -25,17 +24,15 @@ from typing import Any, BinaryIO, Iterator
 from urllib.parse import quote
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import limits
+from capbench_nb.format import limits, new_record
 from capbench_nb.io.atomic import current_umask, dumps, write_atomic
 from capbench_nb.io import interrupts, publish
 from capbench_nb.io.files import inside, open_input
-from capbench_nb.io.jsonparse import (JsonMessages, find_surrogate, json_error, json_type_name, max_int_digits,
-                                      size_text, surrogate_message)
+from capbench_nb.io.jsonparse import json_type_name, size_text
 from capbench_nb.io.pointer import escape_token
 from capbench_nb.records.ingest import record_line
 from capbench_nb.records.manifest import validate_manifest
 from capbench_nb.records.run import MANIFEST, RESULTS, read_results
-from capbench_nb.format import TELEMETRY_FIELDS
 
 __all__ = [
     "ImportReport",
@@ -48,7 +45,6 @@ __all__ = [
     "finite_or_text",
     "guarded",
     "open_source",
-    "parse_source",
     "pointer",
     "read_limited",
     "read_source_bytes",
@@ -152,76 +148,6 @@ def read_source_bytes(path: str | os.PathLike, what: str, limit: int | None = No
         return read_limited(fh, str(path), what, limit)
 
 
-class _LongInt:
-    """An integer literal longer than Python converts, kept as text so that its pointer can be named."""
-
-    def __init__(self, digits: str) -> None:
-        self.digits = digits
-
-
-def _first_long_int(doc: Any) -> tuple[str, _LongInt] | None:
-    stack: list[tuple[Any, str]] = [(doc, "")]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, _LongInt):
-            return where, node
-        if isinstance(node, dict):
-            items = [(f"{where}/{escape_token(k)}", v) for k, v in node.items()]
-        elif isinstance(node, list):
-            items = [(f"{where}/{i}", v) for i, v in enumerate(node)]
-        else:
-            continue
-        stack.extend((v, w) for w, v in reversed(items))
-    return None
-
-
-#: The only way text decoded from UTF-8 can hold a surrogate: a ``\uD800``-``\uDFFF`` escape (a hint; pairs are fine).
-_SURROGATE_HINT = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def parse_source(data: bytes | str, *, file: str, messages: JsonMessages, what: str = "", rule: str = "json",
-                 line: int | None = None, encoding: str = "utf-8", value_what: str | None = None) -> Any:
-    """A source document as the importers read it: JSON with bare NaN/Infinity tokens accepted, and
-    refused (one InvalidRunError naming the value's JSON pointer) when it holds what no run can:
-
-    - an integer literal longer than Python converts (4300 digits): ``number-too-large``;
-    - a string (key or value) with a lone UTF-16 surrogate escape (``"t\\udcff"``): ``invalid-unicode``.
-
-    Other failures (syntax, UTF-8, nesting) are :func:`~capbench_nb.io.jsonparse.json_error`'s.
-    ``what`` prefixes the message (a member of an archive; ``value_what``, when given, instead prefixes
-    the messages of the two refusals above); ``line`` is the line the document starts on.
-    """
-    value_what = what if value_what is None else value_what
-    prefix = f"{value_what}: " if value_what else ""
-    digits = max_int_digits() or 4300
-    long_ints = []
-
-    def parse_int(text: str) -> Any:
-        if len(text) > digits and len(text.lstrip("-")) > digits:
-            long_ints.append(text)
-            return _LongInt(text)
-        return int(text)
-
-    text = None
-    try:
-        text = data.decode(encoding) if isinstance(data, (bytes, bytearray)) else data
-        doc = json.JSONDecoder(parse_int=parse_int).decode(text)
-    except (ValueError, RecursionError) as exc:
-        raise json_error(exc, file=file, rule=rule, messages=messages, what=what, line=line, text=text) from None
-    if long_ints:
-        found = _first_long_int(doc)
-        where, token = found if found is not None else ("", _LongInt(long_ints[0]))
-        place = f"the value at {where}" if where else "an integer literal"
-        raise InvalidRunError(file, "number-too-large", f"{prefix}{place} is an integer literal of "
-                              f"{len(token.digits.lstrip('-'))} digits (at most {digits} are read; a number "
-                              "of the run format is at most 2**53-1)", line=line)
-    if _SURROGATE_HINT.search(text):
-        found = find_surrogate(doc)
-        if found is not None:
-            raise InvalidRunError(file, "invalid-unicode", prefix + surrogate_message(*found), line=line)
-    return doc
-
-
 #: What a mapping raises on a source value it did not expect (a bug of ours: the fuzz tests must never see it).
 _UNEXPECTED = (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError, RecursionError)
 
@@ -304,21 +230,8 @@ def unit_score(value: float) -> float | None:
 
 def base_record(task_id: str, attempt: int) -> dict:
     """A record skeleton in the section-3 key order: null telemetry, no cost."""
-    return {
-        "task_id": task_id,
-        "attempt": attempt,
-        "artifact_dir": artifact_dir(task_id, attempt),
-        "success": False,
-        "agent_eligible": True,
-        "failure_class": "agent",
-        "failure_stage": None,
-        "evidence": [],
-        "quality_score": None,
-        "telemetry": dict.fromkeys(TELEMETRY_FIELDS),
-        "telemetry_source": {},
-        "cost": None,
-        "cost_source": None,
-    }
+    return new_record(task_id=task_id, attempt=attempt, artifact_dir=artifact_dir(task_id, attempt),
+                      success=False, agent_eligible=True, failure_class="agent")
 
 
 def _sort_key(record: dict) -> tuple:

@@ -25,6 +25,7 @@ an outcome (``--scorer NAME.KEY`` for dict values) :mod:`~capbench_nb.records.im
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import struct
@@ -37,7 +38,7 @@ from typing import Any, BinaryIO
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import MAX_REPEATS, MAX_SAFE_NUMBER, RUN_SCHEMA_VERSION, is_safe_number, limits
-from capbench_nb.io.jsonparse import JsonMessages
+from capbench_nb.io.jsonparse import JsonMessages, parse_document
 from capbench_nb.records.importers import common, eval_archive, inspect_header, inspect_sources
 from capbench_nb.records.importers.inspect_scores import (SampleError, ScorerChoice, choose_scorer, outcome_fields,
                                                           score_outcome)
@@ -96,13 +97,14 @@ def eval_reader_available() -> bool:
 #: How a log's JSON fails: the message says line and column (the member of a .eval names the file).
 _JSON_MESSAGES = JsonMessages(syntax="not valid JSON: {msg} (line {lineno}, column {colno})", syntax_line=False,
                               utf8_rule="utf-8")
+#: The same, for a file not yet known to be a log: its ``what`` does not prefix the refusal of a value.
+_FILE_MESSAGES = dataclasses.replace(_JSON_MESSAGES, value_what=False)
 
 
-def _parse_json(data: bytes, file: str, what: str, value_what: str | None = None) -> Any:
+def _parse_json(data: bytes, file: str, what: str, messages: JsonMessages = _JSON_MESSAGES) -> Any:
     """JSON as inspect writes it: UTF-8 (a BOM allowed), bare NaN/Infinity tokens accepted (and no
-    over-long integer literal or lone surrogate: :func:`common.parse_source`)."""
-    return common.parse_source(data, file=file, messages=_JSON_MESSAGES, what=what, encoding="utf-8-sig",
-                               value_what=value_what)
+    over-long integer literal or lone surrogate: ``parse_document(values=True)``)."""
+    return parse_document(data, file=file, messages=messages, what=what, encoding="utf-8-sig", values=True)
 
 
 def _open_archive(file: str, fh: BinaryIO) -> Any:
@@ -184,7 +186,7 @@ def read_log(path: str | os.PathLike) -> InspectLog:
 
 
 def _json_log(file: str, raw: bytes) -> tuple[dict, list]:
-    doc = _parse_json(raw, file, "not an inspect log (one JSON document, or a .eval archive)", value_what="")
+    doc = _parse_json(raw, file, "not an inspect log (one JSON document, or a .eval archive)", _FILE_MESSAGES)
     if not isinstance(doc, dict):
         raise _bad(file, "not an inspect log: an inspect log is a JSON object with 'eval' and 'samples'")
     samples = doc.get("samples")

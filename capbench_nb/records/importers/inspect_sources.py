@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.io.jsonparse import JsonMessages
+from capbench_nb.io.jsonparse import JsonMessages, parse_document
 from capbench_nb.records.importers import common
 
 __all__ = ["SIDE_FILES", "log_paths", "side_notes", "newest_samples", "epochs_note"]
@@ -89,7 +89,7 @@ def side_notes(sides: list[list[Path]], task_ids: set[str]) -> list[str]:
 def _eval_set(path: Path, task_ids: set[str]) -> str:
     try:
         raw = common.read_source_bytes(path, "eval-set.json", limit=_MAX_EVAL_SET_BYTES)
-        doc = common.parse_source(raw, file=str(path), messages=JsonMessages())
+        doc = parse_document(raw, file=str(path), messages=JsonMessages(), values=True)
     except InvalidRunError as exc:
         return f"eval-set.json not read ({exc.message})"
     tasks = doc.get("tasks") if isinstance(doc, dict) else None

@@ -31,7 +31,7 @@ from typing import Any
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import MAX_REPEATS, MAX_SAFE_NUMBER, RUN_SCHEMA_VERSION, is_safe_number, limits
-from capbench_nb.io.jsonparse import JsonMessages
+from capbench_nb.io.jsonparse import JsonMessages, parse_document
 from capbench_nb.records.importers import common
 
 __all__ = ["import_tau2bench", "read_results", "Tau2Source", "INFRASTRUCTURE_ERROR"]
@@ -67,7 +67,7 @@ class Tau2Source:
 
 def _parse(path: str | os.PathLike, what: str = _KIND) -> tuple[Any, bytes]:
     raw = common.read_source_bytes(path, what)
-    return common.parse_source(raw, file=str(path), messages=_MESSAGES, encoding="utf-8-sig"), raw
+    return parse_document(raw, file=str(path), messages=_MESSAGES, encoding="utf-8-sig", values=True), raw
 
 
 def _results_object(file: str, doc: Any, *, with_simulations: bool) -> dict:

@@ -32,7 +32,7 @@ from typing import Any
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import MAX_REPEATS, MAX_SAFE_NUMBER, RUN_SCHEMA_VERSION
-from capbench_nb.io.jsonparse import JsonMessages, json_error
+from capbench_nb.io.jsonparse import JsonMessages, json_error, parse_document
 from capbench_nb.records.importers import common
 
 __all__ = ["import_taubench", "read_trials"]
@@ -68,15 +68,15 @@ def read_trials(path: str | os.PathLike) -> tuple[list[tuple[int | None, dict]],
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise json_error(exc, file=file, messages=_FILE_MESSAGES) from None
-    if text.lstrip().startswith("["):  # tau-bench's own output: one list (its values checked by parse_source)
-        doc = common.parse_source(text, file=file, messages=_FILE_MESSAGES)
+    if text.lstrip().startswith("["):  # tau-bench's own output: one list (its values checked by parse_document)
+        doc = parse_document(text, file=file, messages=_FILE_MESSAGES, values=True)
         return [(None, t) for t in doc], "json", raw
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError):
         doc = None  # JSON lines (or damage), read one by one below
     if isinstance(doc, list):  # a list after all (\ufeff or odd whitespace before it)
-        doc = common.parse_source(text, file=file, messages=_FILE_MESSAGES)
+        doc = parse_document(text, file=file, messages=_FILE_MESSAGES, values=True)
         return [(None, t) for t in doc], "json", raw
     if doc is not None and not (isinstance(doc, dict) and "task_id" in doc):
         shown = f"an object with keys {common.describe(sorted(doc)[:6])}" if isinstance(doc, dict) \
@@ -88,7 +88,7 @@ def read_trials(path: str | os.PathLike) -> tuple[list[tuple[int | None, dict]],
     for lineno, line in enumerate(text.split("\n"), start=1):  # "\n" only: U+2028 or \x85 may be inside a string
         if not line.strip():
             continue
-        trials.append((lineno, common.parse_source(line, file=file, messages=_LINE_MESSAGES, line=lineno)))
+        trials.append((lineno, parse_document(line, file=file, messages=_LINE_MESSAGES, line=lineno, values=True)))
     return trials, "jsonl", raw
 
 

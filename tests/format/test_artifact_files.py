@@ -1,9 +1,9 @@
-"""The artifact file names and token counts (capbench_nb.records.artifact_names) agree with the format."""
+"""The artifact file names and token counts (capbench_nb.format.artifact_files) agree with the format."""
 
 from __future__ import annotations
 
 from capbench_nb.format import TELEMETRY
-from capbench_nb.records.artifact_names import ATTEMPT, EPISODE, EPISODE_ONLY_FIELDS, HISTORY, TOKEN_FIELDS
+from capbench_nb.format import ATTEMPT, EPISODE, EPISODE_ONLY_FIELDS, HISTORY, TOKEN_FIELDS
 
 
 def test_every_telemetry_source_is_an_artifact_file():
