@@ -15,11 +15,12 @@ run comparison.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from capbench_nb._version import __version__
 
-#: public name -> the module that defines it
+#: Every public name, stated once: public name -> the module that defines it (imported on first use).
+#: ``__all__``, ``__getattr__`` and ``__dir__`` are derived from it.
 _EXPORTS = {
     "InvalidRunError": ".errors",
     "Run": ".records.run",
@@ -58,41 +59,8 @@ _EXPORTS = {
     "gate": ".metrics.gate",
 }
 
-if TYPE_CHECKING:  # static analysers see the eager imports
-    from capbench_nb.metrics.comparison import compare_runs
-    from capbench_nb.records.importers import import_inspect, import_tau2bench, import_taubench
-    from capbench_nb.metrics.board import board
-    from capbench_nb.metrics.gate import gate
-    from capbench_nb.errors import InvalidRunError
-    from capbench_nb.metrics.document import compute_metrics
-    from capbench_nb.outputs.export import write_metrics
-    from capbench_nb.records.run import Run, load_run
-    from capbench_nb.metrics.rates import (
-        Rate,
-        ScoreMean,
-        attempt_counts,
-        oracle_best_score_at_k,
-        pass_at_1,
-        pass_at_k,
-        pass_hat_k,
-        per_task,
-    )
-    from capbench_nb.metrics.telemetry import telemetry_aggregates
-    from capbench_nb.metrics.selection import selection_metrics
-    from capbench_nb.metrics.health import (
-        ClusteredError,
-        TaskMean,
-        all_attempts_pass_rate,
-        clustered_se,
-        inconsistent_share,
-        mean_quality_score,
-        task_health,
-    )
-    from capbench_nb.metrics.curves import prefix_curve, unbiased_curve
-    from capbench_nb.records.recorder import RunRecorder
-    from capbench_nb.metrics.slices import metrics_by, register_slice
-    from capbench_nb.metrics.stats import wilson_interval
-    from capbench_nb.outputs.verification import verify
+#: The public names: ``__version__``, every lazy name of :data:`_EXPORTS`, and :func:`build_report`.
+__all__ = ["__version__", *_EXPORTS, "build_report"]
 
 
 def __getattr__(name: str) -> Any:
@@ -105,7 +73,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return sorted(__all__)  # the public names only, not the module's machinery
 
 
 def build_report(*args, **kwargs):
@@ -113,44 +81,3 @@ def build_report(*args, **kwargs):
     from capbench_nb.outputs import reportrun  # papermill and nbconvert only when used
 
     return reportrun.build_report(*args, **kwargs)
-
-
-__all__ = [
-    "__version__",
-    "InvalidRunError",
-    "Run",
-    "load_run",
-    "RunRecorder",
-    "compute_metrics",
-    "write_metrics",
-    "verify",
-    "Rate",
-    "ScoreMean",
-    "pass_at_1",
-    "pass_at_k",
-    "pass_hat_k",
-    "oracle_best_score_at_k",
-    "per_task",
-    "attempt_counts",
-    "telemetry_aggregates",
-    "selection_metrics",
-    "TaskMean",
-    "ClusteredError",
-    "task_health",
-    "inconsistent_share",
-    "mean_quality_score",
-    "all_attempts_pass_rate",
-    "clustered_se",
-    "prefix_curve",
-    "unbiased_curve",
-    "wilson_interval",
-    "metrics_by",
-    "register_slice",
-    "compare_runs",
-    "import_inspect",
-    "import_taubench",
-    "import_tau2bench",
-    "board",
-    "gate",
-    "build_report",
-]

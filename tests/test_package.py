@@ -24,6 +24,11 @@ def test_every_public_name_resolves_to_its_module_object(name):
     assert name in dir(capbench_nb)
 
 
+def test_dir_shows_exactly_the_public_names():
+    assert dir(capbench_nb) == sorted(capbench_nb.__all__)
+    assert not any(name in dir(capbench_nb) for name in ("importlib", "Any", "_EXPORTS", "annotations"))
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         capbench_nb.no_such_name  # noqa: B018

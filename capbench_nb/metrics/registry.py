@@ -9,8 +9,15 @@ that ``tests/metrics/test_common.py`` checks on every metric that makes them
 (in the manner of scikit-learn's ``sklearn/metrics/tests/test_common.py``); a
 metric registered without tags is refused.
 
+Each entry also carries what a display needs to show it, as data: its ``label``
+(a template with ``{k}``), a one-line ``description``, its format ``kind`` (one
+of :data:`KINDS`; the outputs stage maps a kind to its formatter in one place,
+``capbench_nb.outputs.formatting.FORMATTERS``) and its ``path`` in the
+metrics.json document.  So a new metric is one :func:`register` call, and every
+display that loops over the registry shows it.
+
 :data:`METRICS` is the headline part (the ``metrics`` object of metrics.json,
-in document order).
+in document order); :data:`HEADLINE` the same entries as :class:`Metric` objects.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from capbench_nb.metrics.curves import prefix_rates, unbiased_curve
 from capbench_nb.metrics.health import TaskMean, all_attempts_pass_rate, inconsistent_share, mean_quality_score
 from capbench_nb.metrics.rates import Rate, ScoreMean, oracle_best_score_at_k, pass_at_1, pass_at_k, pass_hat_k
 
-__all__ = ["TAGS", "Metric", "REGISTRY", "METRICS", "register", "metrics_with"]
+__all__ = ["TAGS", "KINDS", "Metric", "REGISTRY", "METRICS", "HEADLINE", "register", "metrics_with", "headline_rates"]
 
 #: Property tags a metric can claim, with what each one means.
 TAGS = {
@@ -35,6 +42,15 @@ TAGS = {
                       "the metric's successes are ordered by its family rank",
     "null_on_empty": "an empty denominator gives null values (and null intervals), never 0 or an error",
     "interval_holds_value": "every non-null value lies in its Wilson interval, inside [0, 1]",
+}
+
+#: Format kinds a metric's value can have, with what each one is.
+KINDS = {
+    "rate": "a proportion in [0, 1], shown as a percentage",
+    "score": "a mean quality score, shown with three decimals",
+    "count": "a whole number, shown with thousands separators",
+    "ms": "a duration in milliseconds",
+    "cost": "a provider cost in USD",
 }
 
 Result = Rate | ScoreMean | TaskMean | list
@@ -56,6 +72,14 @@ class Metric:
         Part of the ``metrics`` object of metrics.json.
     rank : int or None
         Position in the ordered family (``ordered_family``): smaller ranks never succeed more.
+    label : str
+        Its display label, a template with ``{k}`` (``"pass@k (k = {k})"``): :meth:`display`.
+    description : str
+        What it measures, in one line.
+    kind : str
+        Its format kind, one of :data:`KINDS`.
+    path : tuple of str
+        Where its value sits in metrics.json (``("metrics", "pass@1")``); a list there for a curve.
     """
 
     name: str
@@ -63,22 +87,42 @@ class Metric:
     tags: frozenset = field(default_factory=frozenset)
     headline: bool = False
     rank: int | None = None
+    label: str = ""
+    description: str = ""
+    kind: str = "rate"
+    path: tuple = ()
 
     def __call__(self, attempts: pd.DataFrame, plan: pd.DataFrame, k: int) -> Result:
         return self.function(attempts, plan, k)
+
+    def display(self, k: int | None) -> str:
+        """The label with the run's k written in: ``pass@k (k = 3)``."""
+        return self.label.format(k=k)
+
+    def value_in(self, doc: dict):
+        """The metric's entry in a metrics.json document (``path`` followed), None where it is absent."""
+        node = doc
+        for key in self.path:
+            if not isinstance(node, dict):
+                return None
+            node = node.get(key)
+        return node
 
 
 #: Every registered metric by name, in registration order.
 REGISTRY: dict[str, Metric] = {}
 
 
-def register(name: str, function: Callable, *, tags, headline: bool = False, rank: int | None = None) -> Metric:
-    """Register a metric under ``name`` with its property ``tags`` (at least one, each from :data:`TAGS`).
+def register(name: str, function: Callable, *, tags, path, description: str, kind: str = "rate",
+             label: str | None = None, headline: bool = False, rank: int | None = None) -> Metric:
+    """Register a metric under ``name`` with its property ``tags`` (at least one, each from :data:`TAGS`),
+    its document ``path``, ``description``, format ``kind`` (from :data:`KINDS`) and display ``label``
+    (default: the name).
 
     Raises
     ------
     ValueError
-        No tags, an unknown tag, or ``ordered_family`` without a ``rank``.
+        No tags, an unknown tag, ``ordered_family`` without a ``rank``, an unknown kind or an empty path.
     """
     tags = frozenset(tags)
     if not tags:
@@ -88,7 +132,13 @@ def register(name: str, function: Callable, *, tags, headline: bool = False, ran
         raise ValueError(f"metric {name!r} has unknown tags {unknown}; known: {sorted(TAGS)}")
     if ("ordered_family" in tags) != (rank is not None):
         raise ValueError(f"metric {name!r}: a rank goes with the ordered_family tag, and only with it")
-    metric = Metric(name=name, function=function, tags=tags, headline=headline, rank=rank)
+    if kind not in KINDS:
+        raise ValueError(f"metric {name!r} has unknown kind {kind!r}; known: {sorted(KINDS)}")
+    path = tuple(path)
+    if not path or not all(isinstance(key, str) for key in path):
+        raise ValueError(f"metric {name!r}: path must be a non-empty tuple of metrics.json keys, got {path!r}")
+    metric = Metric(name=name, function=function, tags=tags, headline=headline, rank=rank,
+                    label=name if label is None else label, description=description, kind=kind, path=path)
     REGISTRY[name] = metric
     return metric
 
@@ -111,26 +161,50 @@ def _unbiased(column: str) -> Callable[[pd.DataFrame, pd.DataFrame, int], list]:
 
 _RATE = ("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty", "interval_holds_value")
 
+_SCORE = ("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty")
+
 register("pass@1", lambda attempts, plan, k: pass_at_1(attempts, plan=plan),
-         tags=_RATE + ("ordered_family",), headline=True, rank=1)
+         tags=_RATE + ("ordered_family",), headline=True, rank=1, path=("metrics", "pass@1"),
+         description="share of tasks whose first attempt succeeded")
 register("pass@k", lambda attempts, plan, k: pass_at_k(attempts, plan=plan, k=k),
-         tags=_RATE + ("ordered_family",), headline=True, rank=2)
+         tags=_RATE + ("ordered_family",), headline=True, rank=2, path=("metrics", "pass@k"),
+         label="pass@k (k = {k})", description="share of k-eligible tasks with a success among attempts 1..k")
 register("pass^k", lambda attempts, plan, k: pass_hat_k(attempts, plan=plan, k=k),
-         tags=_RATE + ("ordered_family",), headline=True, rank=0)
+         tags=_RATE + ("ordered_family",), headline=True, rank=0, path=("metrics", "pass^k"),
+         label="pass^k (k = {k})", description="share of k-eligible tasks whose attempts 1..k all succeeded")
 register("oracle_best_score@k", lambda attempts, plan, k: oracle_best_score_at_k(attempts, plan=plan, k=k),
-         tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"), headline=True)
-register("pass@j", lambda attempts, plan, k: [at for _, at, _ in prefix_rates(attempts, plan=plan, k=k)], tags=_RATE)
-register("pass^j", lambda attempts, plan, k: [hat for _, _, hat in prefix_rates(attempts, plan=plan, k=k)], tags=_RATE)
-register("unbiased pass@j", _unbiased("pass@j"),
-         tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"))
-register("unbiased pass^j", _unbiased("pass^j"),
-         tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"))
+         tags=_SCORE, headline=True, kind="score", path=("metrics", "oracle_best_score@k"),
+         label="oracle_best_score@k (diagnostic)",
+         description="mean best quality score among attempts 1..k of the k-eligible tasks; an upper bound, "
+                     "not a best-of-k system")
+register("pass@j", lambda attempts, plan, k: [at for _, at, _ in prefix_rates(attempts, plan=plan, k=k)], tags=_RATE,
+         path=("curves", "planned_prefix"), label="pass@j (planned prefix)",
+         description="pass@j for j = 1..k over the tasks whose attempts 1..j are all present and eligible")
+register("pass^j", lambda attempts, plan, k: [hat for _, _, hat in prefix_rates(attempts, plan=plan, k=k)], tags=_RATE,
+         path=("curves", "planned_prefix"), label="pass^j (planned prefix)",
+         description="pass^j for j = 1..k over the tasks whose attempts 1..j are all present and eligible")
+register("unbiased pass@j", _unbiased("pass@j"), tags=_SCORE, path=("curves", "unbiased", "points"),
+         label="pass@j (unbiased)", description="unbiased pass@j over all eligible attempts (Chen et al. 2021)")
+register("unbiased pass^j", _unbiased("pass^j"), tags=_SCORE, path=("curves", "unbiased", "points"),
+         label="pass^j (unbiased)", description="unbiased pass^j over all eligible attempts (Yao et al. 2024)")
 # Task health (spec section 11): metrics.json's ``health`` block.
-register("inconsistent_share", lambda attempts, plan, k: inconsistent_share(attempts, plan=plan, k=k), tags=_RATE)
-register("mean_quality_score", lambda attempts, plan, k: mean_quality_score(attempts, plan=plan),
-         tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"))
+register("inconsistent_share", lambda attempts, plan, k: inconsistent_share(attempts, plan=plan, k=k), tags=_RATE,
+         path=("health", "consistency", "inconsistent_share"), label="inconsistent share",
+         description="share of k-eligible tasks with both a success and a failure among attempts 1..k")
+register("mean_quality_score", lambda attempts, plan, k: mean_quality_score(attempts, plan=plan), tags=_SCORE,
+         kind="score", path=("health", "mean_quality_score"), label="mean quality score",
+         description="mean over tasks of the task's mean quality score over its eligible attempts")
 register("all_attempts_pass_rate", lambda attempts, plan, k: all_attempts_pass_rate(attempts, plan=plan),
-         tags=("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty"))
+         tags=_SCORE, path=("health", "all_attempts_pass_rate"), label="all-attempts pass rate",
+         description="mean over tasks of the task's share of successful eligible attempts")
 
 #: The headline metrics (the ``metrics`` object of metrics.json, in this order): name to function of (attempts, plan, k).
 METRICS = {m.name: m.function for m in REGISTRY.values() if m.headline}
+
+#: The headline metrics as registry entries, in document order.
+HEADLINE: tuple[Metric, ...] = tuple(m for m in REGISTRY.values() if m.headline)
+
+
+def headline_rates() -> tuple[Metric, ...]:
+    """The headline metrics of kind ``rate`` (pass@1, pass@k, pass^k), in document order."""
+    return tuple(m for m in HEADLINE if m.kind == "rate")

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.format import CLASS_KEYS, TELEMETRY_MS_FIELDS
+from capbench_nb.metrics.registry import headline_rates
 from capbench_nb.outputs.escaping import html_escape, plain_label
 from capbench_nb.outputs.formatting import fmt_pct, is_null, telemetry_formatter
 from capbench_nb.outputs.tables import paragraph, show_html
@@ -36,6 +37,8 @@ __all__ = [
     "figure_style",
     "show_figures",
     "rates_axes",
+    "METRIC_COLORS",
+    "metric_color",
 ]
 
 _COLORS = {
@@ -146,15 +149,29 @@ def _rc():
     return matplotlib.rc_context({**_RC, "font.family": _font_family()})
 
 
+#: The colour of each metric in every figure; a metric not listed here gets the grey.
+METRIC_COLORS = {"pass@1": "#3b75af", "pass@k": "#2e9e5b", "pass^k": "#d1495b", "selected@k": "#8250df"}
+
+
+def metric_color(name: str) -> str:
+    """The figure colour of a metric (:data:`METRIC_COLORS`, grey for one not listed)."""
+    return METRIC_COLORS.get(name, "#57606a")
+
+
+def _tick_label(label: str) -> str:
+    """A registry label as an axis tick: its parenthesis on a second line (``pass@k\n(k = 3)``)."""
+    return label.replace(" (", "\n(", 1)
+
+
 def _rates_axes(ax, metrics: Mapping, k: int, *, bars: list | None = None,
                 title: str = "Headline rates, 95% Wilson intervals") -> None:
     """Rates as bars with their Wilson intervals: pass@1, pass@k and pass^k unless ``bars`` gives
     ``(key, label, colour)`` triples of other rates of ``metrics``."""
     from matplotlib.ticker import PercentFormatter
 
-    keys = ["pass@1", "pass@k", "pass^k"]
-    labels = ["pass@1", f"pass@k\n(k = {k})", f"pass^k\n(k = {k})"]
-    colors = ["#3b75af", "#2e9e5b", "#d1495b"]
+    keys = [m.name for m in headline_rates()]
+    labels = [_tick_label(m.display(k)) for m in headline_rates()]
+    colors = [metric_color(key) for key in keys]
     if bars is not None:
         keys, labels, colors = (list(column) for column in zip(*bars))
     for x, (key, color) in enumerate(zip(keys, colors)):
@@ -352,8 +369,10 @@ def plot_slices(dim: str, entries: list, k: int) -> None:
     with _rc():
         fig = _figure(6.4, 1.2 + 0.36 * len(shown))
         ax = fig.subplots()
-        keys = [("pass@1", "pass@1", "#3b75af", -0.22), ("pass@k", f"pass@k (k = {k})", "#2e9e5b", 0.0),
-                ("pass^k", f"pass^k (k = {k})", "#d1495b", 0.22)]
+        rates = headline_rates()
+        step = 0.22 if len(rates) <= 3 else 0.66 / len(rates)
+        keys = [(m.name, m.display(k), metric_color(m.name), step * (i - (len(rates) - 1) / 2))
+                for i, m in enumerate(rates)]
         for key, label, color, offset in keys:
             ys, xs, lo, hi = [], [], [], []
             for i, e in enumerate(shown):

@@ -32,6 +32,8 @@ __all__ = [
     "join_words",
     "listing",
     "telemetry_formatter",
+    "FORMATTERS",
+    "formatter",
 ]
 
 #: How a missing telemetry (or cost) value is shown: never as 0.
@@ -255,3 +257,13 @@ def listing(items: list[str], limit: int = 5, sep: str = ", ") -> str:
 def telemetry_formatter(name: str):
     """The formatter of a telemetry field: :func:`fmt_ms` for durations, else :func:`fmt_count`."""
     return fmt_ms if name in TELEMETRY_MS_FIELDS else fmt_count
+
+
+#: The formatter of each format kind of the metric registry (``capbench_nb.metrics.registry.KINDS``):
+#: the one place where a kind becomes text.
+FORMATTERS = {"rate": fmt_pct, "score": fmt_score, "count": fmt_count, "ms": fmt_ms, "cost": fmt_cost}
+
+
+def formatter(kind: str):
+    """The formatter of a registry format kind (:data:`FORMATTERS`)."""
+    return FORMATTERS[kind]

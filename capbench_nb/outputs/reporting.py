@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from capbench_nb.format import ANOMALY_KINDS, CLASS_KEYS, FAILURE_STAGES, INELIGIBLE_CLASSES, TELEMETRY_BOOL_FIELDS
+from capbench_nb.metrics.registry import HEADLINE, headline_rates
 from capbench_nb.outputs.escaping import html_escape, md_escape
 from capbench_nb.outputs.explorer import explorer_html
 from capbench_nb.outputs.figures import outcome_kind, plot_headline, plot_slices, plot_telemetry
 from capbench_nb.outputs.formatting import (
-    NA_NO_ELIGIBLE, NA_SOURCE, fmt_cost, fmt_count, fmt_interval, fmt_ms, fmt_pct, fmt_rate, fmt_score,
+    NA_NO_ELIGIBLE, NA_SOURCE, fmt_cost, fmt_count, fmt_interval, fmt_ms, fmt_pct, fmt_rate, formatter,
     is_null, join_words, judge_phrase, plural, telemetry_formatter,
 )
 from capbench_nb.outputs.health_view import show_health
@@ -63,7 +64,9 @@ __all__ = [
     "show_selection",
 ]
 
-_METRIC_LABELS = {"pass@1": "pass@1", "pass@k": "pass@k", "pass^k": "pass^k"}
+#: The card detail of a headline mean, by metric name (a registry entry's description otherwise).
+_MEAN_DETAILS = {"oracle_best_score@k": "mean best quality score over {n:,} k-eligible tasks;"
+                                        " an upper bound, not a best-of-k system"}
 
 
 def _card(label: str, value: str, detail: str) -> str:
@@ -162,10 +165,9 @@ def show_headline(doc: Mapping, run=None) -> None:
     planned = int((doc.get("tasks") or {}).get("planned") or 0)
     parts = [f'<div class="cb-run">Run {id_cell(doc.get("run_id"))}</div>', _run_facts(doc, run)]
     cards = []
-    for key in ("pass@1", "pass@k", "pass^k"):
-        m = metrics.get(key) or {}
+    for metric in headline_rates():
+        m = metric.value_in(doc) or {}
         n = int(m.get("n") or 0)
-        label = key if key == "pass@1" else f"{key} (k = {k})"
         if n and not is_null(m.get("value")):
             value = fmt_pct(m["value"])
             detail = (
@@ -175,16 +177,13 @@ def show_headline(doc: Mapping, run=None) -> None:
         else:
             value = NA_NO_ELIGIBLE
             detail = f"0 tasks in the denominator · coverage {fmt_pct(m.get('coverage'))}"
-        cards.append(_card(label, value, detail))
-    oracle = metrics.get("oracle_best_score@k") or {}
-    cards.append(
-        _card(
-            "oracle_best_score@k (diagnostic)",
-            fmt_score(oracle.get("value"), none="n/a (no scores)"),
-            f"mean best quality score over {int(oracle.get('n') or 0):,} k-eligible tasks;"
-            " an upper bound, not a best-of-k system",
-        )
-    )
+        cards.append(_card(metric.display(k), value, detail))
+    for metric in (m for m in HEADLINE if m.kind != "rate"):  # the diagnostics: a mean, no interval
+        m = metric.value_in(doc) or {}
+        value = m.get("value")
+        detail = _MEAN_DETAILS.get(metric.name, metric.description + " (n = {n:,})")
+        cards.append(_card(metric.display(k), "n/a (no scores)" if is_null(value) else formatter(metric.kind)(value),
+                           detail.format(n=int(m.get("n") or 0))))
     parts.append(f'<div class="cb-cards">{"".join(cards)}</div>')
     parts.append(paragraph(verdict(doc), "cb-verdict"))
     status = doc.get("status")
@@ -522,6 +521,7 @@ def show_slices(doc: Mapping) -> None:
     if not slices:
         show_html(paragraph("No slice dimensions were requested (capbench-nb report --slice DIM).", "cb-note"))
         return
+    rates = headline_rates()  # a slice entry holds each headline rate under its name
     for dim, entries in slices.items():
         rows, classes = [], []
         for e in entries:
@@ -530,15 +530,13 @@ def show_slices(doc: Mapping) -> None:
                 id_cell(e.get("value"), missing="(no value)"),
                 fmt_count(e.get("tasks")),
                 "small" if small else "",
-                fmt_rate(e.get("pass@1") or {}),
-                fmt_rate(e.get("pass@k") or {}),
-                fmt_rate(e.get("pass^k") or {}),
+                *(fmt_rate(e.get(m.name) or {}) for m in rates),
                 fmt_count((e.get("attempts") or {}).get("total")),
                 fmt_count((e.get("attempts") or {}).get("eligible")),
             ])
             classes.append("cb-small" if small else "")
         show_html(paragraph(f"Slices by {dim}", "cb-title") + html_table(
-            [str(dim), "tasks", "", "pass@1", "pass@k", "pass^k", "attempts", "eligible"], rows,
-            numeric=(1, 6, 7), caption=f"Metrics per value of {dim}; coverage is within the slice",
+            [str(dim), "tasks", "", *(m.name for m in rates), "attempts", "eligible"], rows,
+            numeric=(1, 3 + len(rates), 4 + len(rates)), caption=f"Metrics per value of {dim}; coverage is within the slice",
             row_classes=classes))
         plot_slices(str(dim), entries, int(doc.get("k") or 1))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from capbench_nb.outputs.escaping import html_escape
-from capbench_nb.outputs.figures import figure_html, figure_style, new_figure, rates_axes, show_figures
+from capbench_nb.outputs.figures import figure_html, figure_style, metric_color, new_figure, rates_axes, show_figures
 from capbench_nb.outputs.formatting import NA, NA_NO_ELIGIBLE, fmt_cost, fmt_count, fmt_interval, fmt_ms, fmt_pct, \
     is_null, plural
 from capbench_nb.outputs.health_view import EXPLORER_ID, task_link
@@ -23,9 +23,6 @@ from capbench_nb.outputs.summary import selection_sentence
 from capbench_nb.outputs.tables import Raw, html_table, paragraph, show_html
 
 __all__ = ["show_selection", "plot_selection", "selection_cards", "cost_table", "missed_table"]
-
-_COLORS = {"pass@1": "#3b75af", "selected@k": "#8250df", "pass@k": "#2e9e5b"}
-
 
 def _card(label: str, m: Mapping, detail: str) -> str:
     n = int(m.get("n") or 0)
@@ -60,14 +57,14 @@ def _curve_axes(ax, sel: Mapping, prefix: list, k: int) -> None:
     at = [(j, r) for j, r in at if not is_null(r.get("value"))]
     if at:
         js = [j for j, _ in at]
-        ax.fill_between(js, [r["ci_low"] for _, r in at], [r["ci_high"] for _, r in at], color=_COLORS["pass@k"],
+        ax.fill_between(js, [r["ci_low"] for _, r in at], [r["ci_high"] for _, r in at], color=metric_color("pass@k"),
                         alpha=0.13, lw=0)
-        ax.plot(js, [r["value"] for _, r in at], "-o", color=_COLORS["pass@k"], ms=5,
+        ax.plot(js, [r["value"] for _, r in at], "-o", color=metric_color("pass@k"), ms=5,
                 label="pass@j: any success in attempts 1..j")
     curve = [p for p in sel.get("curve") or [] if not is_null(p.get("value"))]
     if curve:
         top = max(top, max(int(p["j"]) for p in curve))
-        ax.plot([p["j"] for p in curve], [p["value"] for p in curve], "-s", color=_COLORS["selected@k"], ms=5,
+        ax.plot([p["j"] for p in curve], [p["value"] for p in curve], "-s", color=metric_color("selected@k"), ms=5,
                 label=f"selected@j from scores ({plural(int(curve[0].get('n') or 0), 'task')})")
     picked = (sel.get("metrics") or {}).get("selected@k") or {}
     if not is_null(picked.get("value")):
@@ -95,9 +92,9 @@ def plot_selection(doc: Mapping) -> None:
     if not isinstance(sel, Mapping):
         return
     k = int(sel.get("k") or doc.get("k") or 1)
-    bars = [("pass@1", "pass@1\n(one attempt)", _COLORS["pass@1"]),
-            ("selected@k", "selected@k\n(the pick)", _COLORS["selected@k"]),
-            ("pass@k", "pass@k\n(an oracle)", _COLORS["pass@k"])]
+    bars = [("pass@1", "pass@1\n(one attempt)", metric_color("pass@1")),
+            ("selected@k", "selected@k\n(the pick)", metric_color("selected@k")),
+            ("pass@k", "pass@k\n(an oracle)", metric_color("pass@k"))]
     prefix = list((doc.get("curves") or {}).get("planned_prefix") or [])
     with figure_style():
         fig = new_figure(4.8, 3.9)

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from capbench_nb.format import ANOMALY_KINDS, INELIGIBLE_CLASSES
+from capbench_nb.metrics.registry import HEADLINE, headline_rates
 from capbench_nb.outputs.escaping import DISPLAY_MAX, md_escape
 from capbench_nb.outputs.formatting import (
-    NA, NA_NO_ELIGIBLE, fmt_count, fmt_interval, fmt_pct, fmt_score, is_null, join_words, judge_phrase, listing,
-    plural,
+    NA, NA_NO_ELIGIBLE, fmt_count, fmt_interval, fmt_pct, formatter, is_null, join_words, judge_phrase,
+    listing, plural,
 )
 
 __all__ = [
@@ -212,10 +213,8 @@ def summary_markdown(doc: Mapping) -> str:
     eligible = int(attempts.get("eligible") or 0)
     metrics = doc.get("metrics") or {}
     empty_rate = {"value": None, "successes": 0, "n": 0, "ci_low": None, "ci_high": None, "coverage": None}
+    rates = [(m, m.value_in(doc) or empty_rate) for m in headline_rates()]
     p1 = metrics.get("pass@1") or empty_rate
-    pk = metrics.get("pass@k") or empty_rate
-    hk = metrics.get("pass^k") or empty_rate
-    oracle = metrics.get("oracle_best_score@k") or {"value": None, "n": 0}
     suite = doc.get("suite") if isinstance(doc.get("suite"), Mapping) else None
     run_id = md_escape(doc.get("run_id"), max_len=DISPLAY_MAX)
     suite_text = (
@@ -239,15 +238,8 @@ def summary_markdown(doc: Mapping) -> str:
         f" {eligible:,} of them agent-eligible."
     )
     sentences.append(identity)
-    sentences.append(
-        "Headline rates: "
-        + _metric_sentence("pass@1", p1)
-        + "; "
-        + _metric_sentence("pass@k", pk)
-        + "; and "
-        + _metric_sentence("pass^k", hk)
-        + "."
-    )
+    said = [_metric_sentence(m.name, value) for m, value in rates]
+    sentences.append("Headline rates: " + "; ".join(said[:-1]) + ("; and " if len(said) > 1 else "") + said[-1] + ".")
     selection = selection_sentence(doc)
     if selection:
         sentences.append(selection)
@@ -336,15 +328,17 @@ def summary_markdown(doc: Mapping) -> str:
             f" | {fmt_pct(m.get('coverage'))} |"
         )
 
-    oracle_n = int(oracle.get("n") or 0)
+    def mean_row(metric) -> str:  # a headline mean (a diagnostic): value and n, no interval
+        m = metric.value_in(doc) or {}
+        return (f"| {md_escape(metric.display(k))} | {formatter(metric.kind)(m.get('value'))}"
+                f" | n = {int(m.get('n') or 0):,} | n/a | n/a |")
+
     table = [
         f"| metric | value | successes / tasks | 95% Wilson interval | coverage of {planned:,} planned tasks |",
         "|---|---:|---:|---|---:|",
-        row("pass@1", p1),
-        row(f"pass@k (k = {k})", pk),
-        row(f"pass^k (k = {k})", hk),
+        *(row(md_escape(m.display(k)), value) for m, value in rates),
         *(row(label, m) for label, m in selection_rows(doc)),
-        f"| oracle\\_best\\_score@k (diagnostic) | {fmt_score(oracle.get('value'))} | n = {oracle_n:,} | n/a | n/a |",
+        *(mean_row(m) for m in HEADLINE if m.kind != "rate"),
     ]
 
     prov = doc.get("provenance") or {}

@@ -34,7 +34,7 @@ from capbench_nb.io.atomic import dumps
 from capbench_nb.io.files import sha256_file
 from capbench_nb.metrics.prepare import k_eligible_tasks
 from capbench_nb.metrics.rates import Rate
-from capbench_nb.metrics.registry import METRICS, REGISTRY, TAGS, metrics_with, register
+from capbench_nb.metrics.registry import KINDS, METRICS, REGISTRY, TAGS, metrics_with, register
 
 from conftest import SAMPLE_RUN
 
@@ -777,13 +777,30 @@ def test_every_registered_metric_has_known_tags(metric):
 
 def test_registering_without_tags_fails():
     before = dict(REGISTRY)
+    where = {"path": ("metrics", "x"), "description": "x"}
     with pytest.raises(ValueError, match="without property tags"):
-        register("untagged", lambda attempts, plan, k: None, tags=())
+        register("untagged", lambda attempts, plan, k: None, tags=(), **where)
     with pytest.raises(ValueError, match="unknown tags"):
-        register("mistagged", lambda attempts, plan, k: None, tags=("monotone",))
+        register("mistagged", lambda attempts, plan, k: None, tags=("monotone",), **where)
     with pytest.raises(ValueError, match="rank"):
-        register("unranked", lambda attempts, plan, k: None, tags=("ordered_family",))
+        register("unranked", lambda attempts, plan, k: None, tags=("ordered_family",), **where)
+    with pytest.raises(ValueError, match="unknown kind"):
+        register("unkinded", lambda attempts, plan, k: None, tags=("order_invariant",), kind="percent", **where)
+    with pytest.raises(ValueError, match="path"):
+        register("nowhere", lambda attempts, plan, k: None, tags=("order_invariant",), path=(), description="x")
     assert REGISTRY == before
+
+
+@pytest.mark.parametrize("metric", list(REGISTRY.values()), ids=lambda m: m.name)
+def test_every_registered_metric_says_how_it_is_shown_and_where_it_sits(metric):
+    doc = capbench_nb.compute_metrics(capbench_nb.load_run(SAMPLE_RUN))
+    assert metric.kind in KINDS and metric.description and metric.label
+    value = metric.value_in(doc)
+    assert value is not None, metric.path
+    if metric.headline:
+        assert value == doc["metrics"][metric.name] and metric.path == ("metrics", metric.name)
+    if "{k}" in metric.label:
+        assert metric.display(3) == metric.label.replace("{k}", "3")
 
 
 def test_headline_metrics_are_the_documents():
