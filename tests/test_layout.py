@@ -28,7 +28,7 @@ STAGES = {
     "metrics": 3,
     "simulation": 4,
     "outputs": 5,
-    "cli": 6, "__init__": 6,
+    "cli": 6, "cli_reference": 6, "__init__": 6,
 }
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80

@@ -13,8 +13,10 @@ decides.  So, for every file:
 Cases: a case per check of every row of the format's field table and per invariant (generated from
 ``capbench_nb.format``), more values of each kind, hand-picked places where pyarrow is
 more lenient than the exact reader (NaN tokens, a BOM, several objects on one line, blank lines,
-null containers, invalid UTF-8, ``-0``), chunk boundaries, and hypothesis-generated valid files and
-mutations of them.
+null containers, invalid UTF-8, ``-0``), chunk boundaries, and one hypothesis test on generated
+valid files, mutations of them and number texts (its example budget is the suite's profile,
+tests/hypothesis_profiles.py).  The invalid lines (``BAD``) are tested on the fast reader's verdict:
+it declines each one, which is all ``read_results`` needs to give the exact reader's answer.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from conftest import (
     TELEMETRY_TYPE_CASES, TOO_LARGE_CASES, failed_record, full_record, invariant_cases, record_field_cases, third_line,
     with_telemetry, without, write_full_run,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis_profiles import PROFILE
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import capbench_nb
@@ -219,19 +222,39 @@ def _bad_lines() -> list:
 BAD = _bad_lines()
 
 
-@pytest.mark.parametrize("bad", [b for _, b in BAD], ids=[i for i, _ in BAD])
-def test_invalid_third_line_gives_the_exact_paths_answer(tmp_path, bad):
-    # (a few of these lines are valid: "-0", spaces around the object, extra fields; the fast
-    # path may decline a valid file, never accept an invalid one)
-    run = write(tmp_path, third_line(bad))
-    assert_same_as_exact(run, accepted=False)
+def test_every_bad_line_is_declined_by_the_fast_reader(tmp_path):
+    """Each line of BAD, last in a file without blank lines (so only the line itself can make the fast path
+    decline): the fast reader declines it, and the exact reader, which then reads the file, refuses it with
+    its rule in strict mode and lists it as the one ``invalid_line`` anomaly (line 3) otherwise.  A few of
+    the lines are valid after all ("-0", spaces around the object, a duplicate telemetry key, ...): the
+    exact reader accepts those, and the fast path may decline them or give exactly the exact records."""
+    problems = []
+    for i, (name, bad) in enumerate(BAD):
+        run = write(tmp_path, [full_record("t1", 1), full_record("t1", 2), bad], name=f"run{i}")
+        results = run / "results.jsonl"
+        fast = columnar_reader.read_results_fast(results, run_dir=run)
+        try:
+            exact = exact_reader.read_results_exact(results, run_dir=run, strict=True)
+        except InvalidRunError as exc:
+            if fast is not None:
+                problems.append(f"{name}: the fast path accepted an invalid file ({exc.rule})")
+            records, invalid, _ = exact_reader.read_results_exact(results, run_dir=run, strict=False)
+            if len(records) != 2 or [(a["line"], a["rule"]) for a in invalid] != [(3, exc.rule)]:
+                problems.append(f"{name}: allow-invalid gives {len(records)} records and {invalid}")
+            continue
+        if fast is not None:
+            assert_frames_identical(fast[0], exact[0])
+            assert fast[1] == exact[2], name
+    assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("bad", [b for _, b in BAD], ids=[i for i, _ in BAD])
-def test_invalid_last_line_without_blank_lines(tmp_path, bad):
-    # no blank line in the file: only the bad line itself can make the fast path decline
-    run = write(tmp_path, [full_record("t1", 1), full_record("t1", 2), bad])
-    assert_same_as_exact(run)
+def test_a_declined_file_is_read_by_the_exact_path_in_both_modes(tmp_path):
+    """``read_results`` hands every file the fast path declines to the exact reader: the same error, or
+    the same records and anomalies (the fast reader is not asked again for strict=False)."""
+    chosen = {"json", "extra-field", "telemetry-null", "nan-quality-nan", "duplicate-key", "invalid-utf8"}
+    for i, (name, bad) in enumerate(b for b in BAD if b[0] in chosen):
+        run = write(tmp_path, third_line(bad), name=f"run{i}")  # the blank line 2 alone makes the fast path decline
+        assert_same_as_exact(run, accepted=False)
 
 
 def test_lone_surrogate_escape_is_left_to_the_exact_path(tmp_path):
@@ -641,38 +664,19 @@ _numbers = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=st.lists(_numbers, min_size=1, max_size=8))
-def test_number_text_reads_to_the_same_double(tmp_path_factory, texts):
-    # pyarrow's and Python's decimal-to-double conversions must agree bit for bit (or the
-    # value is refused: above 2**53 - 1, say, and then the exact path decides)
+@st.composite
+def _number_files(draw) -> tuple[list, bool | None]:
+    """Records whose setup_ms and cost are number texts: pyarrow's and Python's decimal-to-double conversions
+    must agree bit for bit (or the value is refused: above 2**53 - 1, say, and then the exact path decides).
+    pyarrow refuses some extreme exponents, such as 0E310, that Python reads: the fast path then declines,
+    which is fine; otherwise it must accept."""
+    texts = draw(st.lists(_numbers, min_size=1, max_size=8))
     lines = []
     for i, text in enumerate(texts):
         rec = json.dumps(full_record("t1", i + 1)).replace('"setup_ms": 2310.5', f'"setup_ms": {text}')
         lines.append(rec.replace('"cost": null', f'"cost": {text}').replace('"cost_source": null', '"cost_source": "p"'))
-    # (pyarrow refuses some extreme exponents, such as 0E310, that Python reads: the fast path
-    # then declines, which is fine; otherwise it must accept)
     plain = all(float(text) <= 2**53 - 1 and abs(int(re.split("[eE]", text + "e0")[1])) <= 300 for text in texts)
-    assert_same_as_exact(write(tmp_path_factory.mktemp("num"), lines), accepted=True if plain else None)
-
-
-_SETTINGS = settings(max_examples=60, deadline=None,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                            HealthCheck.data_too_large])
-
-
-@_SETTINGS
-@given(lines=_files(), chunk=st.sampled_from([1 << 20, 700, 1500]))
-def test_random_valid_files(tmp_path_factory, lines, chunk):
-    tmp = tmp_path_factory.mktemp("fast")
-    run = write(tmp, lines)
-    old = columnar_reader.CHUNK_BYTES
-    columnar_reader.CHUNK_BYTES = chunk
-    try:
-        plain = lines and not any(b"\\u" in line for line in lines)  # no escape that could spell a key
-        assert_same_as_exact(run, accepted=True if chunk == 1 << 20 and plain else None)
-    finally:
-        columnar_reader.CHUNK_BYTES = old
+    return lines, True if plain else None
 
 
 _MUTATIONS = [b"null", b"{}", b"[]", b"[null]", b"NaN", b"-0", b"-0.0", b"1e999", b'"\\ud800"', b"true", b'"x"',
@@ -680,20 +684,57 @@ _MUTATIONS = [b"null", b"{}", b"[]", b"[null]", b"NaN", b"-0", b"-0.0", b"1e999"
               b"\n\n", b'"task_id": "t1"', b'"telemetry": null', b'"extra": 1']
 
 
-@_SETTINGS
-@given(lines=_files(), data=st.data())
-def test_random_mutations(tmp_path_factory, lines, data):
-    if not lines:
-        return
-    i = data.draw(st.integers(0, len(lines) - 1))
+@st.composite
+def _mutated_files(draw) -> tuple[list, None]:
+    """A valid file with one line overwritten or spliced with bytes that break it, or do not."""
+    lines = list(draw(_files().filter(bool)))
+    i = draw(st.integers(0, len(lines) - 1))
     line = bytearray(lines[i])
-    for _ in range(data.draw(st.integers(1, 3))):
-        pos = data.draw(st.integers(0, len(line)))
-        if data.draw(st.booleans()):
-            line[pos:pos + data.draw(st.integers(0, 12))] = data.draw(st.sampled_from(_MUTATIONS))
+    for _ in range(draw(st.integers(1, 3))):
+        pos = draw(st.integers(0, len(line)))
+        if draw(st.booleans()):
+            line[pos:pos + draw(st.integers(0, 12))] = draw(st.sampled_from(_MUTATIONS))
         else:
-            line[pos:pos] = data.draw(st.sampled_from(_MUTATIONS))
-    lines = list(lines)
+            line[pos:pos] = draw(st.sampled_from(_MUTATIONS))
     lines[i] = bytes(line)
-    tmp = tmp_path_factory.mktemp("mut")
-    assert_same_as_exact(write(tmp, lines))
+    return lines, None
+
+
+@st.composite
+def _valid_files(draw) -> tuple[list, bool | None]:
+    lines = draw(_files())
+    plain = bool(lines) and not any(b"\\u" in line for line in lines)  # no escape that could spell a key
+    return lines, True if plain else None
+
+
+def assert_readers_agree(path: Path, *, accepted: bool | None) -> None:
+    """The two readers on one file: the fast one accepts only what the exact one accepts, and then gives
+    exactly its records and sha256 (``read_results`` hands everything else to the exact reader, as the
+    example-based tests above check)."""
+    fast = columnar_reader.read_results_fast(path / "results.jsonl", run_dir=path)
+    if accepted is not None:
+        assert (fast is not None) == accepted, "fast path accepted" if fast is not None else "fast path declined"
+    try:
+        exact = exact_reader.read_results_exact(path / "results.jsonl", run_dir=path, strict=True)
+    except InvalidRunError:
+        assert fast is None, "the fast path accepted an invalid file"
+        return
+    if fast is not None:
+        assert_frames_identical(fast[0], exact[0])
+        assert fast[1] == exact[2]
+
+
+@settings(PROFILE)
+@given(case=st.one_of(_valid_files(), _mutated_files(), _number_files()),
+       chunk=st.sampled_from([1 << 20, 700, 1500]))
+def test_the_readers_agree_on_generated_files(tmp_path_factory, case, chunk):
+    """Random valid files (every field, absent, null or drawn; key order, escapes, compact or not, CRLF, no
+    final newline), mutations of them, and number texts; read in chunks of 1 MiB or a few lines."""
+    lines, accepted = case
+    run = write(tmp_path_factory.mktemp("gen"), lines)
+    old = columnar_reader.CHUNK_BYTES
+    columnar_reader.CHUNK_BYTES = chunk
+    try:
+        assert_readers_agree(run, accepted=accepted if chunk == 1 << 20 else None)
+    finally:
+        columnar_reader.CHUNK_BYTES = old
