@@ -3,13 +3,15 @@
 Every reader, check and generated doc table takes its names, vocabularies and limits from here:
 :mod:`~capbench_nb.format.vocabulary`, :mod:`~capbench_nb.format.limits`,
 :mod:`~capbench_nb.format.telemetry`, :mod:`~capbench_nb.format.fields` and
-:mod:`~capbench_nb.format.rules`; :mod:`~capbench_nb.format.reference` renders them as
+:mod:`~capbench_nb.format.rules` (and :mod:`~capbench_nb.format.lock`, the frozen suite's lock, section 12); :mod:`~capbench_nb.format.reference` renders them as
 ``docs/format-reference.md``.
 """
 
 from capbench_nb.format.fields import *  # noqa: F401,F403
 from capbench_nb.format.fields import __all__ as _fields
 from capbench_nb.format.limits import *  # noqa: F401,F403
+from capbench_nb.format.lock import *  # noqa: F401,F403
+from capbench_nb.format.lock import __all__ as _lock
 from capbench_nb.format.limits import __all__ as _limits
 from capbench_nb.format.rules import *  # noqa: F401,F403
 from capbench_nb.format.rules import __all__ as _rules
@@ -18,4 +20,4 @@ from capbench_nb.format.telemetry import __all__ as _telemetry
 from capbench_nb.format.vocabulary import *  # noqa: F401,F403
 from capbench_nb.format.vocabulary import __all__ as _vocabulary
 
-__all__ = [*_vocabulary, *_limits, *_telemetry, *_fields, *_rules]
+__all__ = [*_vocabulary, *_limits, *_telemetry, *_fields, *_rules, *_lock]
