@@ -108,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--selector", type=_probability, default=None, metavar="ACCURACY",
                    help="also write selection.jsonl: a best-of-k selector whose pick succeeds with this probability "
                         "on a task with a success among attempts 1..k (its truth goes into simulation.json)")
+    p.add_argument("--lock", metavar="FILE", help="simulate a run of this frozen suite (spec section 12): the manifest "
+                                                  "names the lock, every attempt has a preflight")
+    p.add_argument("--drift", type=_probability, default=0.0, metavar="RATE",
+                   help="with --lock: the probability that an attempt's device drifted from the lock (default 0)")
     _add_import_parser(sub)
     _add_board_parsers(sub)
     _add_suite_parsers(sub)
@@ -385,6 +389,13 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from capbench_nb.simulation.writer import simulate_run
 
     selector = {} if args.selector is None else {"selector_accuracy": args.selector}  # absent: the same bytes as before
+    if args.lock is not None:
+        from capbench_nb.suite.lock import load_lock
+
+        selector.update(lock=load_lock(args.lock), drift=args.drift)
+    elif args.drift:
+        print(f"{PROG}: error: --drift needs --lock [rule: usage]", file=sys.stderr)
+        return EXIT_INVALID
     path = simulate_run(args.out, tasks=args.tasks, repeats=args.repeats, seed=args.seed, artifacts=args.artifacts,
                         **selector)
     print(path)
