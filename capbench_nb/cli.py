@@ -1,6 +1,6 @@
 """The ``capbench-nb`` command line.
 
-Exit codes: 0 success; 1 ``verify`` or ``verify-board`` found disagreements, or ``compare --strict``
+Exit codes: 0 success; 1 ``verify`` or ``verify-board`` found disagreements, ``suite check`` found findings, or ``compare --strict``
 found compatibility warnings of a kind not allowed with ``--allow-diff``; ``gate`` (spec section 15): 0 pass,
 1 fail, 4 inconclusive, 5 incompatible; 2 bad input or usage
 (one line on stderr naming file, line and rule; no traceback); 3 ``report``, ``compare`` or ``board``:
@@ -110,8 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--selector", type=_probability, default=None, metavar="ACCURACY",
                    help="also write selection.jsonl: a best-of-k selector whose pick succeeds with this probability "
                         "on a task with a success among attempts 1..k (its truth goes into simulation.json)")
+    p.add_argument("--lock", metavar="FILE", help="simulate a run of this frozen suite (spec section 12): the manifest "
+                                                  "names the lock, every attempt has a preflight")
+    p.add_argument("--drift", type=_probability, default=0.0, metavar="RATE",
+                   help="with --lock: the probability that an attempt's device drifted from the lock (default 0)")
     _add_import_parser(sub)
     _add_board_parsers(sub)
+    _add_suite_parsers(sub)
     return parser
 
 
@@ -444,6 +449,13 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from capbench_nb.simulation.writer import simulate_run
 
     selector = {} if args.selector is None else {"selector_accuracy": args.selector}  # absent: the same bytes as before
+    if args.lock is not None:
+        from capbench_nb.suite.lock import load_lock
+
+        selector.update(lock=load_lock(args.lock), drift=args.drift)
+    elif args.drift:
+        print(f"{PROG}: error: --drift needs --lock [rule: usage]", file=sys.stderr)
+        return EXIT_INVALID
     path = simulate_run(args.out, tasks=args.tasks, repeats=args.repeats, seed=args.seed, artifacts=args.artifacts,
                         **selector)
     print(path)
@@ -471,13 +483,79 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- suite (spec section 12)
+
+
+def _add_suite_parsers(sub) -> None:
+    p = sub.add_parser("suite", help="a frozen suite: write a lock (suite lock), check a run against it (suite check)")
+    cmds = p.add_subparsers(dest="suite_command", required=True, metavar="SUITE_COMMAND")
+    q = cmds.add_parser("lock", help="validate a lock spec (JSON or YAML, no digest), add its digest, write the lock; "
+                                     "or draft a spec from a run's plan with --from-run")
+    q.add_argument("spec", metavar="SPEC", nargs="?", help="the lock without its digest (.json, .yaml or .yml)")
+    q.add_argument("--from-run", metavar="RUN", help="draft a spec from this run's plan (tasks, labels, k; pins empty)")
+    q.add_argument("--out", metavar="FILE", required=True, help="where to write (an existing different file is refused)")
+    q = cmds.add_parser("check", help="check a run against its lock: one finding per line; exit 0 none, 1 some, 2 invalid")
+    q.add_argument("run_dir", metavar="RUN", help="run directory")
+    q.add_argument("--lock", metavar="LOCK", help="the lock (default: RUN/suite.lock.json)")
+    q.add_argument("--allow-invalid", action="store_true", help="skip invalid lines of results.jsonl")
+    _add_skip_evidence(q)
+
+
+def _write_new(out: str, text: str) -> Path:
+    """Write ``text`` to ``out``, refusing an existing file that holds something else (a lock is never edited)."""
+    from capbench_nb.io.atomic import write_atomic
+
+    path = Path(out)
+    if path.exists() and (not path.is_file() or path.read_bytes() != text.encode("utf-8")):
+        raise InvalidRunError(out, "output-exists", "the file exists with other content; a lock is never edited: "
+                              "write a new lock to a new file")
+    return write_atomic(path, text)
+
+
+def _cmd_suite(args: argparse.Namespace) -> int:
+    from capbench_nb.suite.check import check_run, lock_at_hand
+    from capbench_nb.suite.draft import draft_from_run
+    from capbench_nb.suite.lock import dumps_lock, make_lock, read_spec
+
+    if args.suite_command == "check":
+        run = load_run(args.run_dir, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
+        lock = lock_at_hand(run.path, run.manifest, args.lock)
+        if lock is None:
+            raise InvalidRunError(str(Path(args.run_dir) / "suite.lock.json"), "lock-unreadable",
+                                  "the run has no lock copy; name one with --lock")
+        result = check_run(run, lock)
+        for finding in result.findings:
+            print(one_line(finding, limit=2000))
+        print(f"{PROG}: {len(result.findings)} finding(s); {len(result.drifts)} drifted attempt(s) in "
+              f"{len(result.drifted_tasks)} task(s); lock {lock.digest}", file=sys.stderr)
+        return EXIT_DISAGREE if result.findings else EXIT_OK
+    if (args.spec is None) == (args.from_run is None):
+        print(f"{PROG}: error: suite lock takes a SPEC or --from-run RUN, not both or neither [rule: usage]",
+              file=sys.stderr)
+        return EXIT_INVALID
+    if args.from_run is not None:
+        print(_write_new(args.out, dumps_lock(draft_from_run(args.from_run))))
+        print(f"{PROG}: a draft without a digest: fill in the pins, then `{PROG} suite lock {one_line(args.out)} "
+              "--out LOCK`", file=sys.stderr)
+        return EXIT_OK
+    lock, problems = make_lock(read_spec(args.spec), args.spec)
+    for problem in problems:  # every problem of the spec, one line each
+        print(f"{PROG}: error: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_INVALID
+    print(_write_new(args.out, dumps_lock(lock)))
+    print(f"{PROG}: {lock.digest}", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
                "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare,
                "gate": _cmd_gate,
-               "import": _cmd_import, "board": _cmd_board, "verify-board": _cmd_verify_board}[args.command]
+               "import": _cmd_import, "board": _cmd_board, "verify-board": _cmd_verify_board,
+               "suite": _cmd_suite}[args.command]
     # SIGINT: KeyboardInterrupt; SIGTERM: interrupts.Terminated, its subclass.  argv None: the program itself.
     with interrupts.handling(final=argv is None):
         interrupted = None

@@ -25,6 +25,7 @@ STAGES = {
     "_version": 0, "errors": 0, "format": 0,
     "io": 1,
     "records": 2,
+    "suite": 2.5,  # the frozen suite (spec section 12): reads records, feeds metrics
     "metrics": 3,
     "simulation": 4,
     "outputs": 5,

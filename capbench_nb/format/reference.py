@@ -12,6 +12,7 @@ from pathlib import Path
 from capbench_nb.format.fields import (
     ARTIFACT, MANIFEST_FIELDS, PLAN_FIELDS, PLAN_TASK, RECORD, RECORD_TELEMETRY, SELECTION_FIELDS, SELECTOR_FIELDS, Field,
 )
+from capbench_nb.format.lock import LOCK, PREFLIGHT
 from capbench_nb.format.limits import LIMITS, MAX_SAFE_NUMBER
 from capbench_nb.format.rules import CHECKS, INVARIANTS
 from capbench_nb.format.telemetry import TELEMETRY
@@ -133,6 +134,11 @@ def render() -> str:
             ""]
     out += _fields(SELECTION_FIELDS, dtypes=False)
     out += _fields(SELECTOR_FIELDS, dtypes=False)
+    out += ["## suite.lock.json: a frozen suite (optional)", "",
+            "Checked in this order, every problem reported (`*`: every index of a list); every other key is kept"
+            " and enters the digest. attempt.json's optional `preflight`:", ""]
+    out += _fields(PREFLIGHT, dtypes=False)
+    out += ["The lock:", ""] + _fields(LOCK, dtypes=False)
     out += ["## Every other rule", ""]
     out += _table(("rule", "concerns", "refuses unless"), [(f"`{c.id}`", c.file, c.description) for c in CHECKS])
     return "\n".join(out).rstrip("\n") + "\n"

@@ -16,6 +16,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from capbench_nb.format.fields import CLASS_VOCABULARY
+from capbench_nb.format.lock import LOCK_CHECKS
 from capbench_nb.format.vocabulary import FAILURE_STAGES, INELIGIBLE_CLASSES
 
 __all__ = ["Facts", "Rule", "INVARIANTS", "Check", "CHECKS", "RULE_IDS", "CLASS_CODES", "STAGE_CODES",
@@ -164,6 +165,7 @@ CHECKS = (
         ("artifact-unreadable", "an artifact file is a readable regular file"),
         ("artifact-json", "an artifact file is valid UTF-8 JSON"),
         ("artifact-type", "each checked artifact value has its JSON type, range and vocabulary")),
+    *_c("suite.lock.json", *LOCK_CHECKS),
 )
 
 RULE_IDS = tuple(r.id for r in INVARIANTS) + tuple(dict.fromkeys(c.id for c in CHECKS))

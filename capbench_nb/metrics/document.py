@@ -11,6 +11,7 @@ import pandas as pd
 from capbench_nb._version import __version__
 from capbench_nb.records.run import MANIFEST, RESULTS, Run
 from capbench_nb.metrics.curves import prefix_rates, unbiased_curve
+from capbench_nb.suite.check import lock_document
 from capbench_nb.metrics.health import QUARANTINE_THRESHOLD, check_quarantine_threshold, health_document
 from capbench_nb.metrics.prepare import counted_attempts, prepare, shared_preparation
 from capbench_nb.metrics.rates import attempt_counts, per_task
@@ -144,6 +145,7 @@ def _document(run: Run, slices, health: dict) -> dict:
     metrics = {name: fn(attempts, plan, k).to_dict() for name, fn in METRICS.items()}
     suite = run.manifest.get("suite")
     counts = run.anomalies["kind"].value_counts()
+    lock = lock_document(run)
     return {
         "schema_version": METRICS_SCHEMA_VERSION,
         "run_id": run.run_id,
@@ -164,6 +166,7 @@ def _document(run: Run, slices, health: dict) -> dict:
         "slices": slices_document(run, slices),
         "health": health_document(run, **health),
         **({"selection": selection_document(run)} if run.selection is not None else {}),  # spec section 9
+        **({"lock": lock} if lock is not None else {}),  # spec section 12: only a run that names a lock
         "provenance": {
             "toolkit": "capbench-nb",
             "toolkit_version": __version__,

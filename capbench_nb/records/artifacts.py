@@ -146,6 +146,22 @@ def check_attempt(doc: Any, file: str) -> None:
         q = ev.get("quality_score")
         if q is not None and (not _is_number(q) or not 0 <= q <= 1):
             _fail(file, "/evaluation/quality_score", "/evaluation/quality_score must be a number in [0, 1] or null")
+    _check_preflight(file, doc.get("preflight"))
+
+
+def _check_preflight(file: str, preflight: Any) -> None:
+    """The optional ``preflight`` (spec section 12, :data:`~capbench_nb.format.PREFLIGHT`)."""
+    _object_or_null(file, preflight, "/preflight")
+    if preflight:
+        lock = preflight.get("lock")
+        if lock is not None and not isinstance(lock, str):
+            _fail(file, "/preflight/lock", "/preflight/lock must be a string or null")
+        probes = preflight.get("probes")
+        if probes is not None:
+            _list(file, probes, "/preflight/probes")
+            for i, probe in enumerate(probes):
+                if not isinstance(probe, dict):
+                    _fail(file, f"/preflight/probes/{i}", f"/preflight/probes/{i} must be an object")
 
 
 def check_episode(doc: Any, file: str) -> None:

@@ -228,6 +228,7 @@ def derive_record(
     prices: PriceTable | None = None,
     artifacts: Artifacts | None = None,
     context: DerivationContext | None = None,
+    lock: str | None = None,
 ) -> dict:
     """The results.jsonl record of one attempt directory.
 
@@ -249,6 +250,8 @@ def derive_record(
         Already read artifacts (otherwise read from ``directory``).
     context : DerivationContext, optional
         What the caller knows of the run (used only when its ``run_dir`` is this one).
+    lock : str, optional
+        The manifest's ``suite.lock``: a preflight naming another lock is drift (rule 1b, spec section 12).
 
     Raises
     ------
@@ -258,7 +261,7 @@ def derive_record(
     if context is not None and context.run_dir != os.fspath(run_dir):
         context = None
     art = artifacts or read_artifacts(directory, context=context)
-    outcome = classify(art.attempt, art.episode, judge_default=judge_default)
+    outcome = classify(art.attempt, art.episode, judge_default=judge_default, lock=lock)
     telemetry, sources = extract_telemetry(art.attempt, art.episode, art.history, tools=tools)
     cost, cost_source = price_cost(telemetry, model, prices)
     read_here = art._read_from is not None and art._read_from == os.fspath(directory)

@@ -26,7 +26,7 @@ from capbench_nb.io.jsonparse import parse_document
 from capbench_nb.io.pointer import EvidenceError
 from capbench_nb.records.derivation import DerivationContext, derive_record, read_artifacts
 from capbench_nb.records.evidence import EvidenceResolver
-from capbench_nb.records.manifest import load_manifest
+from capbench_nb.records.manifest import load_manifest, manifest_lock
 from capbench_nb.records.run import MANIFEST, RESULTS, read_results
 from capbench_nb.records.prices import PriceTable, ToolConfig, load_tool_config
 
@@ -168,9 +168,10 @@ def _line(record: dict) -> tuple:
 class _Deriver:
     """Derives the record of one attempt directory: ``(_line(...), None)``, or ``(None, exception)``."""
 
-    def __init__(self, run_dir: Path, judge_default, model, tools, prices, context: DerivationContext) -> None:
+    def __init__(self, run_dir: Path, judge_default, model, tools, prices, context: DerivationContext,
+                 lock: str | None = None) -> None:
         self.run_dir, self.judge_default, self.model, self.tools, self.prices = run_dir, judge_default, model, tools, prices
-        self.context = context
+        self.context, self.lock = context, lock
 
     def __call__(self, directory: str) -> tuple[tuple | None, BaseException | None]:
         try:
@@ -180,7 +181,7 @@ class _Deriver:
             if not inside(self.context.realpath(directory), self.context.realpath(self.context.run_dir)):
                 raise InvalidRunError(directory, "evidence", _OUTSIDE_RUN)
             record = derive_record(path, run_dir=self.run_dir, judge_default=self.judge_default, model=self.model,
-                                   tools=self.tools, prices=self.prices, context=self.context,
+                                   tools=self.tools, prices=self.prices, context=self.context, lock=self.lock,
                                    artifacts=read_artifacts(path, context=self.context))
         except Exception as exc:  # handed back in directory order, as one process would meet it
             return None, exc
@@ -387,7 +388,7 @@ def ingest_run(
     directories, known = _scan(run_dir)  # directories as strings: cheaper to hand to other processes
     bar = _Progress(len(directories), progress)
     context = DerivationContext(os.fspath(run_dir), known, EvidenceResolver(run_dir))
-    derive = _Deriver(run_dir, judge_default, model, tools, prices, context)
+    derive = _Deriver(run_dir, judge_default, model, tools, prices, context, manifest_lock(manifest))
     derived = _derived(derive, directories, workers)
     try:
         records, errors = _collect(derived, run_dir, allow_invalid, bar)

@@ -18,7 +18,7 @@ from capbench_nb.io.jsonparse import (
     size_text, surrogate_message,
 )
 
-__all__ = ["MANIFEST", "load_manifest", "read_manifest", "validate_manifest", "plan_frame", "fixed_k"]
+__all__ = ["MANIFEST", "load_manifest", "read_manifest", "validate_manifest", "plan_frame", "fixed_k", "manifest_lock"]
 
 
 def _manifest_error(file: str, pointer: str, rule: str, message: str) -> InvalidRunError:
@@ -205,6 +205,13 @@ def plan_frame(manifest: dict) -> pd.DataFrame:
         else:
             frame[column[key]] = pd.Series(values, dtype="object")
     return frame
+
+
+def manifest_lock(manifest: dict) -> str | None:
+    """The digest of the lock a run names (``suite.lock``, spec section 12), or None."""
+    suite = manifest.get("suite")
+    lock = suite.get("lock") if isinstance(suite, dict) else None
+    return lock if isinstance(lock, str) else None
 
 
 def fixed_k(manifest: dict) -> int:

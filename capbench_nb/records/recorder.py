@@ -43,7 +43,7 @@ from capbench_nb.errors import InvalidRunError, Violation
 from capbench_nb.io.atomic import create_synced, fsync_directory, write_atomic
 from capbench_nb.records.ingest import record_line
 from capbench_nb.records.exact_reader import validate_record
-from capbench_nb.records.manifest import load_manifest, plan_frame, validate_manifest
+from capbench_nb.records.manifest import load_manifest, manifest_lock, plan_frame, validate_manifest
 from capbench_nb.records.run import MANIFEST, RESULTS, read_results
 from capbench_nb.records.selection import SELECTION, SelectionChecker, read_selection
 
@@ -116,6 +116,28 @@ def _append_line(fh, line: bytes, size: int) -> int:
             pass
         raise
     return size + len(line)
+
+
+def _add_preflight(path: Path, preflight: dict) -> None:
+    """Write ``preflight`` into the attempt.json at ``path`` (spec section 12), unless it holds it already."""
+    file = str(path)
+    if not isinstance(preflight, dict):
+        raise InvalidRunError(file, "artifact-type", "a preflight must be an object", pointer="/preflight")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidRunError(file, "artifact-missing", "the attempt has no attempt.json") from None
+    except (OSError, ValueError) as exc:
+        raise InvalidRunError(file, "artifact-json", f"cannot read attempt.json: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InvalidRunError(file, "artifact-type", "the document must be an object", pointer="")
+    if doc.get("preflight") is not None:
+        if doc["preflight"] == preflight:
+            return
+        raise InvalidRunError(file, "artifact-type", "attempt.json already holds another preflight",
+                              pointer="/preflight")
+    doc["preflight"] = preflight
+    write_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def _free_name(path: Path) -> Path:
@@ -327,8 +349,13 @@ class RunRecorder:
         self._recorded[key] = digest
         return True
 
-    def record_attempt(self, attempt_dir: str | os.PathLike) -> bool:
+    def record_attempt(self, attempt_dir: str | os.PathLike, *, preflight: dict | None = None) -> bool:
         """Derive the record of an attempt directory (spec section 4) and :meth:`record` it.
+
+        With ``preflight`` (spec section 12: ``{"lock": digest, "probes": [{"name", "expected",
+        "observed"}]}``), the runner's device probe is first written into the attempt's attempt.json
+        (atomically; an attempt.json that already holds another preflight is an error), so that a
+        drifted attempt is derived by rule 1b against the manifest's ``suite.lock``.
 
         Parameters
         ----------
@@ -345,8 +372,11 @@ class RunRecorder:
             raise RuntimeError("the recorder is not open")
         config = self._manifest.get("config") or {}
         judge, model = config.get("judge"), config.get("model")
+        if preflight is not None:
+            _add_preflight(self.run_dir / attempt_dir / "attempt.json", preflight)
         record = derive_record(
             self.run_dir / attempt_dir,
+            lock=manifest_lock(self._manifest),
             run_dir=self.run_dir,
             judge_default=judge if isinstance(judge, bool) else None,
             model=model if isinstance(model, str) else None,

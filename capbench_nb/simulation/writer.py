@@ -119,7 +119,7 @@ def build_run(*, tasks: int, repeats: int, seed: int, artifacts: bool = False, *
     return SimulatedRun(manifest=manifest, truth=truth, options=opt, attempts=tuple(drawn), selection=tuple(lines))
 
 
-def _derived_record(a: DrawnAttempt, opt: SimulationOptions, files: dict) -> dict:
+def _derived_record(a: DrawnAttempt, opt: SimulationOptions, files: dict, lock: str | None = None) -> dict:
     """The record of a runner that writes results.jsonl itself, by the toolkit's derivation rules.
 
     It keeps no artifacts, so it can cite no evidence and sets no stage.  Built by
@@ -127,7 +127,7 @@ def _derived_record(a: DrawnAttempt, opt: SimulationOptions, files: dict) -> dic
     truth (``truth.truth_record``) stays independent on purpose: it states the expected record from
     the simulator's own draws, so it must not share the code under test.
     """
-    outcome = classify(files[ATTEMPT], files.get(EPISODE), judge_default=opt.judge)
+    outcome = classify(files[ATTEMPT], files.get(EPISODE), judge_default=opt.judge, lock=lock)
     telemetry, sources = extract_telemetry(files[ATTEMPT], files.get(EPISODE), files.get(HISTORY))
     cost, cost_source = price_cost(telemetry, opt.model, opt.price_table)
     return new_record(
@@ -168,6 +168,8 @@ def simulate_run(
     repeats: int,
     seed: int,
     artifacts: bool = False,
+    lock: Any = None,
+    drift: float = 0.0,
     **options: Any,
 ) -> Path:
     """Write a realistic, seeded run directory and its ground truth ``simulation.json``.
@@ -188,6 +190,12 @@ def simulate_run(
         Keyword-only options, see :class:`~capbench_nb.simulation.options.SimulationOptions`
         (rates, plan shape ``short_tasks``, ``missing_attempts``, ``empty_tasks``,
         ``extra_attempts``, ``price_table`` and ``selector_accuracy``).
+    lock : Lock, optional
+        A validated lock (:func:`capbench_nb.suite.load_lock`): the run is a run of that frozen suite
+        (its manifest names the lock, it carries a copy as suite.lock.json, every attempt has a
+        preflight), and a share ``drift`` of the attempts has drifted (:mod:`capbench_nb.simulation.drift`).
+    drift : float, default 0
+        The probability that an attempt drifted (with ``lock`` only).
 
     Returns
     -------
@@ -207,16 +215,34 @@ def simulate_run(
                               "the output exists and is not an empty directory; give a new run directory")
     run = build_run(tasks=tasks, repeats=repeats, seed=seed, artifacts=artifacts, **options)
     opt = run.options
+    preflights, digest = {}, None
+    if lock is not None:
+        from capbench_nb.simulation.drift import locked_run
+        from capbench_nb.suite.lock import dumps_lock
+
+        run, preflights = locked_run(run, lock, drift, seed, artifacts=artifacts)
+        digest = lock.digest
+    elif drift:
+        raise ValueError("drift needs a lock")
+
+    def documents(a):
+        docs = artifact_documents(a, opt)
+        if preflights:
+            docs[ATTEMPT] = {**docs[ATTEMPT], "preflight": preflights[(a.task.task_id, a.attempt)][0]}
+        return docs
+
     out.mkdir(parents=True, exist_ok=True)
+    if lock is not None:
+        _write(out / "suite.lock.json", dumps_lock(lock))
     _write(out / "manifest.json", json.dumps(run.manifest, ensure_ascii=False, indent=2) + "\n")
     if artifacts:
         for a in run.attempts:
-            for name, doc in artifact_documents(a, opt).items():
+            for name, doc in documents(a).items():
                 _write(out / attempt_dir(a) / name, _dump_lines(doc))
     else:
         from capbench_nb.records.ingest import record_line  # the line format ingest writes
 
-        lines = [record_line(_derived_record(a, opt, artifact_documents(a, opt))) for a in run.attempts]
+        lines = [record_line(_derived_record(a, opt, documents(a), digest)) for a in run.attempts]
         _write(out / "results.jsonl", "".join(lines))
     if run.selection:
         _write(out / "selection.jsonl", "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"

@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO, invariant_cases, manifest, record, record_field_cases, write_run
 
 from capbench_nb import InvalidRunError
-from capbench_nb.format import CHECKS, INVARIANTS, RULE_IDS
+from capbench_nb.format import CHECKS, INVARIANTS, LOCK_CHECKS, RULE_IDS
 from capbench_nb.records import columnar_reader, exact_reader, manifest as manifest_module
 from capbench_nb.records.derivation import read_artifacts
 from capbench_nb.records.run import load_run, read_results
@@ -199,6 +199,7 @@ def test_every_rule_id_has_a_case():
                                                                                       "manifest-too-large"}
     covered.add("plan-too-large")  # tests/test_damaged_inputs.py, with the limit patched
     covered |= set(SELECTION_CASES) | {"selection-unreadable"}
+    covered |= {rule for rule, _ in LOCK_CHECKS}  # tests/suite/test_lock.py: test_every_lock_rule_has_a_case
     assert set(RULE_IDS) == covered
 
 
