@@ -1,6 +1,7 @@
 # The two set-up commands of the README: `make demo` (report on the sample run, verified) and `make test`.
-# Each creates .venv from pyproject.toml when it is missing, with the dev, inspect and fast extras
-# (the importer tests read .eval logs; the ingest tests run with orjson and without it).
+# Each creates .venv from pyproject.toml when it is missing, with the dev, inspect, fast and spark extras
+# (the importer tests read .eval logs; the ingest tests run with orjson and without it; the campaign tests
+# run on DuckDB and on a local Spark session).
 # `make test` also installs the browser the page tests drive: Debian's chromium (Playwright for
 # Python launches it by path; it never downloads a browser of its own).
 PYTHON ?= python3
@@ -16,7 +17,7 @@ CHROMIUM ?= /usr/bin/chromium
 $(BIN)/capbench-nb: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,inspect,fast]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,inspect,fast,spark]'
 	@touch $@
 
 venv: $(BIN)/capbench-nb
