@@ -56,6 +56,7 @@ _EXPORTS = {
     "import_tau2bench": ".records.importers",
     "board": ".metrics.board",
     "gate": ".metrics.gate",
+    "campaign": ".metrics.campaign",
 }
 
 if TYPE_CHECKING:  # static analysers see the eager imports
@@ -63,6 +64,7 @@ if TYPE_CHECKING:  # static analysers see the eager imports
     from capbench_nb.records.importers import import_inspect, import_tau2bench, import_taubench
     from capbench_nb.metrics.board import board
     from capbench_nb.metrics.gate import gate
+    from capbench_nb.metrics.campaign import campaign
     from capbench_nb.errors import InvalidRunError
     from capbench_nb.metrics.document import compute_metrics
     from capbench_nb.outputs.export import write_metrics
@@ -152,5 +154,6 @@ __all__ = [
     "import_tau2bench",
     "board",
     "gate",
+    "campaign",
     "build_report",
 ]
