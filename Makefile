@@ -18,6 +18,10 @@ $(BIN)/capbench-nb: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,inspect,fast,spark]'
+	@# every-eval-ever (the validator of `export --format eee`, a dev tool) declares Python >= 3.12; on 3.11 its
+	@# validator runs as is: installed without its dependencies (pyproject.toml's dev extra has pydantic)
+	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
+	  $(BIN)/python -m pip install --quiet --no-deps --ignore-requires-python 'every-eval-ever==0.3.0'
 	@touch $@
 
 venv: $(BIN)/capbench-nb

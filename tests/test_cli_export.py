@@ -76,3 +76,15 @@ def test_board_campaign_errors(runs, tmp_path):
     assert rc == 2
     check_error(err, rule="campaign-not-a-store")
     assert not (tmp_path / "b").exists()
+
+
+def test_export_format_eee(runs, tmp_path):
+    rc, out, err = cli("export", runs[0], "--format", "eee", "--out", tmp_path / "eee")
+    assert (rc, err) == (0, "")
+    aggregate = Path(out.strip())
+    assert aggregate.suffix == ".json" and aggregate.with_name(aggregate.stem + "_samples.jsonl").is_file()
+    doc = json.loads(aggregate.read_text(encoding="utf-8"))
+    assert doc["source_metadata"]["additional_details"]["run_id"] == "run <one>/1"
+    rc, _, err = cli("export", runs[0], runs[1], "--format", "eee", "--out", tmp_path / "eee2")
+    assert rc == 2
+    check_error(err, rule="export-options")
