@@ -57,16 +57,18 @@ class Campaign:
         The session of ``engine="spark"`` (default: :func:`spark_session` with ``spark_conf``).
     spark_conf : dict, optional
         Spark configuration for a new session, e.g. ``{"spark.master": "local[2]"}``.
+    duckdb_config : dict, optional
+        DuckDB settings of the embedded connection, e.g. ``{"memory_limit": "3GB", "threads": 2}``.
     """
 
     def __init__(self, path: str | os.PathLike, *, engine: str = "duckdb", spark: Any = None,
-                 spark_conf: dict[str, str] | None = None) -> None:
+                 spark_conf: dict[str, str] | None = None, duckdb_config: dict[str, Any] | None = None) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.store = open_store(path)
         self.path = Path(path)
         self.engine = engine
-        self._spark, self._spark_conf = spark, spark_conf
+        self._spark, self._spark_conf, self._duckdb_config = spark, spark_conf, dict(duckdb_config or {})
         self._con = None
 
     def __repr__(self) -> str:
@@ -91,7 +93,7 @@ class Campaign:
             import ibis
 
             if self.engine == "duckdb":
-                self._con = ibis.duckdb.connect()
+                self._con = ibis.duckdb.connect(**self._duckdb_config)
             else:
                 session = self._spark if self._spark is not None else spark_session(self._spark_conf)
                 for key, value in SPARK_CONF.items():
@@ -158,6 +160,6 @@ class Campaign:
 
 
 def campaign(path: str | os.PathLike, *, engine: str = "duckdb", spark: Any = None,
-             spark_conf: dict[str, str] | None = None) -> Campaign:
+             spark_conf: dict[str, str] | None = None, duckdb_config: dict[str, Any] | None = None) -> Campaign:
     """Open the campaign store at ``path`` (see :class:`Campaign`)."""
-    return Campaign(path, engine=engine, spark=spark, spark_conf=spark_conf)
+    return Campaign(path, engine=engine, spark=spark, spark_conf=spark_conf, duckdb_config=duckdb_config)

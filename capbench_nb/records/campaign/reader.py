@@ -25,7 +25,7 @@ from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.format import RECORD_ANOMALIES
 from capbench_nb.format.fields import RECORD_COLUMNS, RECORD_DTYPES
 from capbench_nb.records.campaign.schema import (
-    ATTEMPTS_DIR, PART_FILE, RUNS_FILE, TASKS_FILE, TELEMETRY_COLUMNS, partition_name,
+    ATTEMPTS_DIR, PART_FILE, RUNS_COLUMNS, RUNS_FILE, TASKS_FILE, TELEMETRY_COLUMNS, partition_name,
 )
 from capbench_nb.records.exact_reader import CATEGORIES, canonical_json
 from capbench_nb.records.manifest import fixed_k, plan_frame
@@ -34,13 +34,16 @@ from capbench_nb.records.run import Run
 __all__ = ["Store", "open_store", "read_records", "read_run"]
 
 _MASKED = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(), pa.bool_(): pd.BooleanDtype()}
+#: runs.parquet columns :func:`open_store` leaves on disk: JSON text as large as the run's plan and anomalies.
+_BULKY = ("manifest", "anomalies")
 _ANOMALY_DTYPES = {"kind": "string", "task_id": "string", "attempt": "Int64", "line": "int64", "reason": "string",
                    "rule": "string"}
 
 
 @dataclass(frozen=True)
 class Store:
-    """An open campaign store: its directory and its ``runs.parquet`` (one row per run, as a DataFrame)."""
+    """An open campaign store: its directory and its ``runs.parquet`` (one row per run, as a DataFrame, without
+    the ``manifest`` and ``anomalies`` texts: :meth:`row` reads those for one run)."""
 
     path: Path
     runs: pd.DataFrame
@@ -54,10 +57,11 @@ class Store:
         return self.path / ATTEMPTS_DIR / partition_name(run_id)
 
     def row(self, run_id: str) -> dict:
-        found = self.runs[self.runs["run_id"] == run_id]
-        if found.empty:
+        """The run's whole runs.parquet row, its read-back columns included (read for this run only)."""
+        if run_id not in set(self.run_ids):
             raise KeyError(run_id)
-        return found.iloc[0].to_dict()
+        found = pq.read_table(self.path / RUNS_FILE, filters=[("run_id", "==", run_id)])
+        return found.slice(0, 1).to_pylist()[0]
 
 
 def open_store(path: str | os.PathLike) -> Store:
@@ -66,7 +70,8 @@ def open_store(path: str | os.PathLike) -> Store:
     if not (store / RUNS_FILE).is_file() or not (store / TASKS_FILE).is_file():
         raise InvalidRunError(str(store), "campaign-not-a-store",
                               f"not a campaign store: no {RUNS_FILE} and {TASKS_FILE} (write one with export)")
-    return Store(store, pq.read_table(store / RUNS_FILE).to_pandas(types_mapper=_MASKED.get))
+    summary = [name for name, _, _ in RUNS_COLUMNS if name not in _BULKY]  # a run's manifest is read with the run
+    return Store(store, pq.read_table(store / RUNS_FILE, columns=summary).to_pandas(types_mapper=_MASKED.get))
 
 
 def _categorical(array: pa.ChunkedArray, categories=None) -> pd.Categorical:
