@@ -155,8 +155,6 @@ def _add_board_parsers(sub) -> None:
                                                          "with --campaign: run_ids of the store (default: all of them)")
     p.add_argument("--campaign", metavar="STORE", default=None,
                    help="read the runs from a campaign store (capbench-nb export): writes board.json and board.md")
-    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
-                   help="with --campaign: the engine that reads the store (default duckdb)")
     p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: ./board)")
     # options parsed in _board_options, so that a bad value is one line (argparse prints its usage too)
     p.add_argument("--metric", default="pass@1", metavar="M",
@@ -421,7 +419,7 @@ def _cmd_board_campaign(args: argparse.Namespace) -> int:
     from capbench_nb.metrics.campaign import campaign
     from capbench_nb.outputs.board import write_board
 
-    store = campaign(args.campaign, engine=args.engine)
+    store = campaign(args.campaign)
     ids = list(args.runs) or store.run_ids
     try:
         options = _board_options(argparse.Namespace(**{**vars(args), "runs": ids}))
