@@ -57,6 +57,7 @@ _EXPORTS = {
     "import_tau2bench": ".records.importers",
     "board": ".metrics.board",
     "gate": ".metrics.gate",
+    "campaign": ".metrics.campaign",
 }
 
 #: The public names: ``__version__``, every lazy name of :data:`_EXPORTS`, and :func:`build_report`.

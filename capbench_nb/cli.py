@@ -117,12 +117,49 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_parser(sub)
     _add_board_parsers(sub)
     _add_suite_parsers(sub)
+    _add_export_parser(sub)
     return parser
+
+
+# --------------------------------------------------------------------------- export (spec section 14)
+def _add_export_parser(sub) -> None:
+    p = sub.add_parser("export", help="write runs into a campaign store (Parquet, spec section 14), or one run as "
+                                      "Every Eval Ever records (--format eee)")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
+    p.add_argument("--out", required=True, metavar="DIR", help="the store (or, with --format eee, the output) directory")
+    p.add_argument("--format", dest="export_format", choices=("campaign", "eee"), default="campaign",
+                   help="campaign: the Parquet campaign store (default); eee: Every Eval Ever aggregate and "
+                        "instance-level records of one run")
+    p.add_argument("--append", action="store_true", help="add the runs to the existing store DIR")
+    p.add_argument("--replace", action="store_true", help="with --append: re-export a run_id already in the store")
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="skip invalid lines of results.jsonl, listing each under the run's anomalies")
+    _add_skip_evidence(p)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    if args.export_format == "eee":
+        from capbench_nb.outputs.eee_export import export_eee
+
+        if len(args.runs) != 1:
+            print(f"{PROG}: error: --format eee exports one run, got {len(args.runs)} [rule: export-options]",
+                  file=sys.stderr)
+            return EXIT_INVALID
+        print(export_eee(args.runs[0], args.out, allow_invalid=args.allow_invalid, skip_evidence=args.skip_evidence))
+        return EXIT_OK
+    from capbench_nb.outputs.campaign_export import export_campaign
+
+    print(export_campaign(args.runs, args.out, append=args.append, replace=args.replace,
+                          allow_invalid=args.allow_invalid, skip_evidence=args.skip_evidence))
+    return EXIT_OK
 
 
 def _add_board_parsers(sub) -> None:
     p = sub.add_parser("board", help="a board of many runs: DIR/board.json, board.md, board.html (spec section 10)")
-    p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run directories, in board order (#1, #2, ...)")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="two or more run directories, in board order (#1, #2, ...); "
+                                                         "with --campaign: run_ids of the store (default: all of them)")
+    p.add_argument("--campaign", metavar="STORE", default=None,
+                   help="read the runs from a campaign store (capbench-nb export): writes board.json and board.md")
     p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: ./board)")
     # options parsed in _board_options, so that a bad value is one line (argparse prints its usage too)
     p.add_argument("--metric", default="pass@1", metavar="M",
@@ -382,7 +419,31 @@ def _board_options(args: argparse.Namespace) -> dict:
     return options
 
 
+def _cmd_board_campaign(args: argparse.Namespace) -> int:
+    """``board --campaign STORE [RUN_ID...]``: the board of section 10 from a campaign store (section 14)."""
+    from capbench_nb.metrics.campaign import campaign
+    from capbench_nb.outputs.board import write_board
+
+    store = campaign(args.campaign)
+    ids = list(args.runs) or store.run_ids
+    try:
+        options = _board_options(argparse.Namespace(**{**vars(args), "runs": ids}))
+        for rid in set(ids) - set(store.run_ids):
+            store.run(rid)  # an unknown run_id: InvalidRunError naming it (exit 2)
+        doc = store.board(ids, **options)
+    except ValueError as exc:
+        if isinstance(exc, InvalidRunError):
+            raise
+        print(f"{PROG}: error: {one_line(exc)} [rule: board-options]", file=sys.stderr)
+        return EXIT_INVALID
+    json_path, _ = write_board(doc, Path(args.out) if args.out else Path("board"))
+    print(json_path)
+    return EXIT_OK
+
+
 def _cmd_board(args: argparse.Namespace) -> int:
+    if args.campaign:
+        return _cmd_board_campaign(args)
     from capbench_nb.outputs.boardrun import build_board
     from capbench_nb.outputs.reportrun import ReportError
 
@@ -555,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
                "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare,
                "gate": _cmd_gate,
                "import": _cmd_import, "board": _cmd_board, "verify-board": _cmd_verify_board,
-               "suite": _cmd_suite}[args.command]
+               "suite": _cmd_suite, "export": _cmd_export}[args.command]
     # SIGINT: KeyboardInterrupt; SIGTERM: interrupts.Terminated, its subclass.  argv None: the program itself.
     with interrupts.handling(final=argv is None):
         interrupted = None
@@ -580,6 +641,7 @@ def _restore_moved_runs(args: argparse.Namespace) -> None:
     """A run directory that a killed ``import --force`` left moved aside is put back first (io.publish.restore):
     the command's run, both runs of ``compare``, every run of ``board`` and ``verify-board``."""
     paths = [getattr(args, name, None) for name in ("run_dir", "run_a", "run_b")] + list(getattr(args, "runs", None) or [])
+    paths = paths if not getattr(args, "campaign", None) else []  # board --campaign: run_ids, not directories
     for path in paths:
         if path:
             publish.restore(Path(path))

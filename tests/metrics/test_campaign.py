@@ -1,0 +1,125 @@
+"""cb.campaign on DuckDB (spec section 14): per-run rates equal metrics.json; the board equals the directories' one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import capbench_nb as cb
+from capbench_nb.io.atomic import dumps
+from capbench_nb.metrics.campaign import Campaign
+from capbench_nb.metrics.campaign_rules import run_counts
+from capbench_nb.outputs.campaign_export import export_campaign, metrics_sha256
+from capbench_nb.simulation.writer import simulate_run
+from conftest import manifest, record, write_run
+
+METRICS = ("pass@1", "pass@k", "pass^k")
+RATE_KEYS = ("value", "successes", "n", "ci_low", "ci_high", "coverage")
+
+
+def _with_id(path: Path, run_id: str) -> Path:
+    doc = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    doc["run_id"] = run_id
+    (path / "manifest.json").write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> list[Path]:
+    """Runs of several shapes (k 2 to 5, missing and extra attempts, empty tasks), run_ids that need escaping."""
+    base = tmp_path_factory.mktemp("campaign")
+    shapes = [dict(tasks=30, repeats=3, seed=1), dict(tasks=25, repeats=5, seed=2, missing_attempts=6),
+              dict(tasks=40, repeats=2, seed=3, empty_tasks=3, extra_attempts=4),
+              dict(tasks=20, repeats=4, seed=4, short_tasks=4, judge=False)]
+    ids = ["plain", "a/b=c", "100", "päss %2F #?"]
+    return [_with_id(simulate_run(base / f"r{i}", **shape), rid) for i, (shape, rid) in enumerate(zip(shapes, ids))]
+
+
+@pytest.fixture(scope="module")
+def store(runs, tmp_path_factory) -> Path:
+    return export_campaign(runs, tmp_path_factory.mktemp("store") / "s")
+
+
+def assert_rates_match(rates: dict, runs: list[Path]) -> None:
+    for path in runs:
+        run = cb.load_run(path)
+        doc = cb.compute_metrics(run)
+        for metric in METRICS:
+            expected, got = doc["metrics"][metric], rates[run.run_id][metric].to_dict()
+            assert got["successes"] == expected["successes"] and got["n"] == expected["n"]
+            for key in RATE_KEYS:
+                if expected[key] is None:
+                    assert got[key] is None
+                else:
+                    assert got[key] == pytest.approx(expected[key], abs=1e-12, rel=0)
+
+
+def test_rates_equal_each_runs_metrics_json(runs, store):
+    c = cb.campaign(store)
+    assert isinstance(c, Campaign) and c.engine == "duckdb"
+    assert c.run_ids == [cb.load_run(p).run_id for p in runs]
+    assert_rates_match(c.rates(), runs)
+    frame = c.metrics()
+    assert list(frame["metric"][:3]) == list(METRICS) and len(frame) == 3 * len(runs)
+    assert str(frame["value"].dtype) == "Float64"
+
+
+def test_hand_computed_counts(tmp_path):
+    # k = 3.  t1: S A S; t2: A A A; t3: E S S (attempt 1 ineligible); t4: attempts 2, 3 only; t5: S S S, and
+    # an attempt 4 above its planned repeats (an anomaly: not in the store)
+    doc = manifest([("t1", 3), ("t2", 3), ("t3", 3), ("t4", 3), ("t5", 3)])
+    codes = {"t1": "SAS", "t2": "AAA", "t3": "ESS", "t5": "SSSS"}
+    records = [record(t, i + 1, c) for t, seq in codes.items() for i, c in enumerate(seq)]
+    records += [record("t4", 2), record("t4", 3)]
+    run_dir = write_run(tmp_path / "r", doc, records)
+    store = export_campaign([run_dir], tmp_path / "s")
+    counts = cb.campaign(store).counts().iloc[0].to_dict()
+    # pass@1: t1, t2, t5 in the denominator, t1 and t5 succeeded; k-eligible: t1, t2, t5;
+    # at least one success: t1, t5; all three: t5
+    assert {k: counts[k] for k in ("k", "tasks_planned", "pass1_n", "pass1_successes", "passk_n",
+                                   "passk_successes", "passhatk_successes")} == {
+        "k": 3, "tasks_planned": 5, "pass1_n": 3, "pass1_successes": 2, "passk_n": 3, "passk_successes": 2,
+        "passhatk_successes": 1}
+    rate = cb.campaign(store).rates()["test-run"]["pass^k"]
+    assert (rate.successes, rate.n, rate.coverage) == (1, 3, 3 / 5)
+    assert rate.metric == "pass^3"
+
+
+def test_one_expression_compiles_for_both_engines(store):
+    import ibis
+    assert ibis.pyspark.name == "pyspark"  # loading the backend registers its compiler's options; no session starts
+
+    c = cb.campaign(store)
+    expr = run_counts(*c.tables())
+    duck = ibis.to_sql(expr, dialect="duckdb")
+    spark = ibis.to_sql(expr, dialect="pyspark")
+    assert "GROUP BY" in duck and "GROUP BY" in spark and duck != spark
+
+
+def test_run_from_the_store_is_the_json_run(runs, store):
+    c = cb.campaign(store)
+    for path in runs:
+        run = cb.load_run(path)
+        back = c.run(run.run_id)
+        assert dumps(cb.compute_metrics(back)) == dumps(cb.compute_metrics(run))
+        assert c.runs.set_index("run_id").loc[run.run_id, "metrics_sha256"] == metrics_sha256(run)
+
+
+def test_board_from_the_store_is_the_board_of_the_directories(runs, store):
+    c = cb.campaign(store)
+    assert dumps(c.board(resamples=200, seed=3)) == dumps(cb.board(runs, resamples=200, seed=3))
+    chosen = [cb.load_run(runs[i]).run_id for i in (2, 0)]
+    assert dumps(c.board(chosen, metric="pass@k")) == dumps(cb.board([runs[2], runs[0]], metric="pass@k"))
+
+
+def test_unknown_engine_and_store(tmp_path, store):
+    with pytest.raises(ValueError, match="engine"):
+        cb.campaign(store, engine="polars")
+    with pytest.raises(cb.InvalidRunError) as exc:
+        cb.campaign(tmp_path)
+    assert exc.value.rule == "campaign-not-a-store"
+    with pytest.raises(cb.InvalidRunError) as exc:
+        cb.campaign(store).run("missing")
+    assert exc.value.rule == "campaign-unknown-run"
