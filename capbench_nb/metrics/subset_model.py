@@ -1,0 +1,219 @@
+"""The numbers behind a representative subset (spec section 13): apportionment, a Rasch fit, the choice, the estimate.
+
+Pure functions of arrays, so that ``benchmarks/subset_quality.py`` and :mod:`capbench_nb.metrics.subset`
+share one code path.  The method, ``stratified-rasch``:
+
+1. *Fit*: a Rasch model (one-parameter logistic IRT; Rasch 1960, and the 2PL of Birnbaum 1968 with
+   every discrimination 1) pooled over the training runs, on every eligible attempt 1..k:
+   ``P(success | run r, task t) = sigmoid(theta_r - b_t)``, fitted by penalised maximum likelihood
+   (ridge priors ``theta ~ N(0, 2^2)``, ``b ~ N(0, 2^2)``, so that a task every run passed or failed
+   keeps a finite difficulty) with ``scipy.optimize.minimize`` (L-BFGS-B, analytic gradient).
+2. *Choose*: within each stratum, the tasks sorted by difficulty are sampled systematically (one
+   seeded random start ``u``, then every ``m / c``-th task: positions ``floor((j + u) m / c)``), so
+   the subset spans each stratum's difficulty range (stratified systematic sampling, Cochran 1977,
+   ch. 8; the difficulty-spread idea of tinyBenchmarks' anchors, Polo et al. 2024).
+3. *Estimate*: a new run's ability is fitted per stratum, ``theta_s = theta_g + delta_s`` with
+   ``delta_s ~ N(0, tau^2)`` shrunk towards its global ability (a random-effects calibration, so a
+   scaffold strong on some apps and weak on others is not forced onto one ability); the full-suite
+   pass@1 is the mean of ``sigmoid(theta_s(t) - b_t + e_t)`` over every full-suite task, with the
+   abilities drawn from their Laplace (normal) posterior and ``e_t ~ N(0, sigma_e^2)`` the task-level
+   residual the training fit left; the 2.5 and 97.5 percentiles of the draws are the 95% interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+
+__all__ = ["PRIOR_SD", "TAU", "DRAWS", "apportion", "fit_rasch", "residual_sd", "choose_tasks",
+           "estimate_full", "plain_mean"]
+
+#: The ridge prior's standard deviation (logits) for run abilities and task difficulties.
+PRIOR_SD = 2.0
+#: The prior standard deviation of a run's per-stratum deviation from its global ability (logits).
+TAU = 1.0
+#: Monte Carlo draws of the estimate's interval.
+DRAWS = 4000
+
+
+def apportion(counts: Mapping[str, int], size: int) -> dict[str, int]:
+    """Spec section 13's strata counts: one task per value first, the rest by largest remainder.
+
+    Parameters
+    ----------
+    counts : mapping
+        Each stratum value and its number of tasks, in a stable order (ties are broken by it).
+    size : int
+        The subset size N.
+
+    Returns
+    -------
+    dict
+        Each value and its chosen count, summing to ``size``.  When ``size`` >= the number of values,
+        every value first gets one task; the remaining ``R`` tasks go by the largest-remainder
+        (Hamilton) method to the quotas ``R * count_v / total``: ``floor`` of each quota, then one more
+        to the largest remainders (ties: the larger count, then the earlier value).  No value gets
+        more tasks than it has: a value's excess goes, by the same rule, to the values with room.
+        With ``size`` below the number of values, the ``size`` largest values get one each.
+    """
+    values = list(counts)
+    total = sum(counts.values())
+    if not 0 < size <= total:
+        raise ValueError(f"size {size} outside 1..{total}")
+    if size < len(values):
+        order = sorted(range(len(values)), key=lambda i: (-counts[values[i]], i))[:size]
+        return {v: int(i in order) for i, v in enumerate(values)}
+    out = {v: 1 for v in values}
+    while (left := size - sum(out.values())) > 0:
+        room = [v for v in values if out[v] < counts[v]]
+        weight = sum(counts[v] for v in room)
+        quota = {v: left * counts[v] / weight for v in room}
+        add = {v: min(math.floor(quota[v]), counts[v] - out[v]) for v in room}
+        rest = left - sum(add.values())
+        ranked = sorted(room, key=lambda v: (-(quota[v] - math.floor(quota[v])), -counts[v], values.index(v)))
+        for v in ranked:
+            if rest == 0:
+                break
+            if out[v] + add[v] < counts[v]:
+                add[v] += 1
+                rest -= 1
+        for v in room:
+            out[v] += add[v]
+    return out
+
+
+def fit_rasch(n: np.ndarray, s: np.ndarray, *, prior_sd: float = PRIOR_SD) -> tuple[np.ndarray, np.ndarray]:
+    """Penalised maximum-likelihood Rasch fit: ``(theta, b)`` for runs x tasks counts.
+
+    ``n[r, t]`` eligible attempts and ``s[r, t]`` successes; the log-likelihood
+    ``sum s log p + (n - s) log(1 - p)`` with ``p = sigmoid(theta_r - b_t)`` minus
+    ``(sum theta^2 + sum b^2) / (2 prior_sd^2)`` is maximised by L-BFGS-B from zero (deterministic).
+    """
+    n = np.asarray(n, dtype=float)
+    s = np.asarray(s, dtype=float)
+    runs, tasks = n.shape
+    scale = 1.0 / prior_sd ** 2
+
+    def objective(x):
+        theta, b = x[:runs], x[runs:]
+        eta = theta[:, None] - b[None, :]
+        p = expit(eta)
+        nll = -(s * eta - n * np.logaddexp(0.0, eta)).sum() + 0.5 * scale * (x @ x)
+        g = n * p - s  # d nll / d eta
+        return nll, np.concatenate([g.sum(axis=1), -g.sum(axis=0)]) + scale * x
+
+    res = minimize(objective, np.zeros(runs + tasks), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 2000, "gtol": 1e-9})
+    return res.x[:runs].copy(), res.x[runs:].copy()
+
+
+def residual_sd(n: np.ndarray, s: np.ndarray, theta: np.ndarray, b: np.ndarray) -> float:
+    """The task-level residual (logits) the Rasch fit leaves: a moment estimate, ``sigma_e``.
+
+    On the probability scale the excess variance is the mean over cells with ``n >= 1`` of
+    ``(s/n - p)^2 - p(1 - p)/n``, inflated by ``R / (R - 1)`` (each difficulty was fitted on the same
+    R runs), floored at 0; divided by the mean ``p(1 - p)`` (the logistic's slope) it is in logits.
+    """
+    n = np.asarray(n, dtype=float)
+    s = np.asarray(s, dtype=float)
+    p = expit(theta[:, None] - b[None, :])
+    cell = n > 0
+    excess = ((s[cell] / n[cell] - p[cell]) ** 2 - p[cell] * (1 - p[cell]) / n[cell]).mean()
+    runs = n.shape[0]
+    excess = max(float(excess), 0.0) * runs / max(runs - 1, 1)
+    return float(math.sqrt(excess) / max(float((p[cell] * (1 - p[cell])).mean()), 1e-6))
+
+
+def choose_tasks(b: np.ndarray, strata: Sequence[str], quotas: Mapping[str, int],
+                 rng: np.random.Generator) -> list[int]:
+    """Indices of the chosen tasks (ascending): per stratum, systematic sampling over difficulty order.
+
+    Within a value with ``m`` tasks and quota ``c``, the tasks sorted by ``(b, index)`` are taken at
+    positions ``floor((j + u) * m / c)``, j = 0..c-1, one ``u ~ U[0, 1)`` per value from ``rng`` (drawn
+    in the order of ``quotas``).
+    """
+    chosen: list[int] = []
+    for value, c in quotas.items():
+        members = sorted((i for i, v in enumerate(strata) if v == value), key=lambda i: (float(b[i]), i))
+        u = float(rng.random())
+        m = len(members)
+        chosen += [members[min(int((j + u) * m / c), m - 1)] for j in range(c)] if c else []
+    return sorted(chosen)
+
+
+def _fit_agent(b: np.ndarray, groups: np.ndarray, n: np.ndarray, s: np.ndarray, n_groups: int,
+               center: float, spread: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """MAP of ``(theta_g, delta_1..delta_S)`` and its inverse Hessian, by Newton's method (the problem is convex)."""
+    x = np.zeros(1 + n_groups)
+    x[0] = center
+    prior = np.array([1.0 / spread ** 2] + [1.0 / tau ** 2] * n_groups)
+    mean = np.zeros_like(x)
+    mean[0] = center
+    design = np.zeros((len(b), 1 + n_groups))
+    design[:, 0] = 1.0
+    design[np.arange(len(b)), 1 + groups] = 1.0
+
+    def nll(v):
+        eta = design @ v - b
+        return -(s * eta - n * np.logaddexp(0.0, eta)).sum() + 0.5 * (prior * (v - mean) ** 2).sum()
+
+    hess = np.diag(prior)
+    for _ in range(100):
+        p = expit(design @ x - b)
+        grad = design.T @ (n * p - s) + prior * (x - mean)
+        hess = design.T @ (design * (n * p * (1 - p))[:, None]) + np.diag(prior)
+        step = np.linalg.solve(hess, grad)
+        t, before = 1.0, nll(x)
+        while nll(x - t * step) > before + 1e-12 and t > 1e-6:
+            t /= 2
+        x = x - t * step
+        if np.abs(t * step).max() < 1e-10:
+            break
+    return x, np.linalg.inv(hess)
+
+
+def estimate_full(b: np.ndarray, strata: Sequence[str], observed: Sequence[int], n: np.ndarray, s: np.ndarray, *,
+                  theta_mean: float, theta_sd: float, sigma_e: float, tau: float = TAU, draws: int = DRAWS,
+                  seed: int = 0) -> tuple[float, float, float]:
+    """The estimated full-suite expected pass@1 ``(value, ci_low, ci_high)`` of one run.
+
+    Parameters
+    ----------
+    b, strata : every full-suite task's difficulty and stratum value.
+    observed : the indices of the tasks the run has (the subset), with ``n`` eligible attempts and
+        ``s`` successes each.
+    theta_mean, theta_sd : the training runs' abilities; the global ability's prior is
+        ``N(theta_mean, (2 max(theta_sd, 1))^2)``.
+    sigma_e : the task-level residual (:func:`residual_sd`).
+    tau : the per-stratum deviation's prior sd; 0 fits one ability (the ``global-rasch`` variant).
+
+    Returns
+    -------
+    (value, ci_low, ci_high)
+        The mean over ``draws`` posterior draws of ``mean_t sigmoid(theta_g + delta_s(t) - b_t + e_t)``
+        over every full-suite task, and its 2.5 and 97.5 percentiles.
+    """
+    b = np.asarray(b, dtype=float)
+    values = list(dict.fromkeys(strata)) if tau > 0 else ["*"]
+    index = {v: i for i, v in enumerate(values)}
+    groups_all = np.array([index[v] for v in strata] if tau > 0 else [0] * len(b), dtype=np.int64)
+    obs = np.asarray(observed, dtype=np.int64)
+    mode, cov = _fit_agent(b[obs], groups_all[obs], np.asarray(n, float), np.asarray(s, float), len(values),
+                           theta_mean, 2.0 * max(theta_sd, 1.0), tau if tau > 0 else 1e-6)
+    rng = np.random.default_rng(seed)
+    params = rng.multivariate_normal(mode, cov, size=draws, method="cholesky")
+    ability = params[:, [0]] + params[:, 1:][:, groups_all]
+    noise = rng.normal(0.0, sigma_e, size=(draws, len(b))) if sigma_e > 0 else 0.0
+    totals = expit(ability - b[None, :] + noise).mean(axis=1)
+    low, high = np.quantile(totals, [0.025, 0.975])
+    return float(totals.mean()), float(low), float(high)
+
+
+def plain_mean(n: np.ndarray, s: np.ndarray) -> float | None:
+    """Successes over eligible attempts, pooled over the given tasks (None with no attempt)."""
+    total = float(np.sum(n))
+    return None if total == 0 else float(np.sum(s)) / total
