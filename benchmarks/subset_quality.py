@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from capbench_nb.metrics.stats import wilson_interval  # noqa: E402
 from capbench_nb.metrics.subset_model import (TAU, apportion, choose_tasks, estimate_full, fit_rasch,  # noqa: E402
-                                              residual_sd)
+                                              information, residual_sd)
 
 APP_SIZES = (20, 16, 14, 12, 10, 9, 8, 7, 6, 5, 5, 4)
 SIZE, K, TRAIN, HELD, NEW = 40, 3, 6, 12, 6
@@ -85,9 +85,10 @@ def one_seed(seed: int) -> dict:
     strata = [str(v) for v in w["apps"]]
     train_n, train_s = attempts(rng, w["p"][:TRAIN], K)
     theta, b = fit_rasch(train_n, train_s)
-    sigma_e = residual_sd(train_n, train_s, theta, b)
+    sigma_e = residual_sd(train_n, train_s)
     counts = {v: strata.count(v) for v in dict.fromkeys(strata)}
-    chosen = choose_tasks(b, strata, apportion(counts, SIZE), np.random.default_rng(seed))
+    chosen = choose_tasks(b, strata, apportion(counts, SIZE), np.random.default_rng(seed),
+                          weights=information(theta, b))
     held_p, truth = w["p"][TRAIN:], w["truth"][TRAIN:]
     sub_n, sub_s = attempts(rng, held_p[:, chosen], K)
     out = {}

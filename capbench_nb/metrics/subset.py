@@ -23,7 +23,7 @@ from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.metrics.prepare import k_eligible_mask, prepare
 from capbench_nb.metrics.stats import wilson_interval
 from capbench_nb.metrics.subset_model import (DRAWS, PRIOR_SD, TAU, apportion, choose_tasks, estimate_full,
-                                              fit_rasch, plain_mean, residual_sd)
+                                              fit_rasch, information, plain_mean, residual_sd)
 from capbench_nb.records.run import Run
 
 __all__ = ["SUBSET_SCHEMA", "ESTIMATE_SCHEMA", "METHOD", "MISSING_LABEL", "RANDOM_SUBSETS", "Outcomes",
@@ -96,9 +96,9 @@ def run_outcomes(runs: Sequence[Run], *, strata: str | None = None) -> Outcomes:
 def _choose(out: Outcomes, rows: Sequence[int], size: int, quotas: dict, seed: int) -> tuple[list[int], dict]:
     """The chosen task indices and the estimator fitted on the runs ``rows``."""
     theta, b = fit_rasch(out.n[rows], out.s[rows])
-    chosen = choose_tasks(b, out.strata, quotas, np.random.default_rng(seed))
+    chosen = choose_tasks(b, out.strata, quotas, np.random.default_rng(seed), weights=information(theta, b))
     estimator = {"b": b, "theta_mean": float(theta.mean()), "theta_sd": float(theta.std()),
-                 "sigma_e": residual_sd(out.n[rows], out.s[rows], theta, b)}
+                 "sigma_e": residual_sd(out.n[rows], out.s[rows])}
     return chosen, estimator
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-__all__ = ["PRIOR_SD", "TAU", "DRAWS", "apportion", "fit_rasch", "residual_sd", "choose_tasks",
+__all__ = ["PRIOR_SD", "TAU", "DRAWS", "apportion", "fit_rasch", "residual_sd", "choose_tasks", "information",
            "estimate_full", "plain_mean"]
 
 #: The ridge prior's standard deviation (logits) for run abilities and task difficulties.
@@ -111,43 +111,71 @@ def fit_rasch(n: np.ndarray, s: np.ndarray, *, prior_sd: float = PRIOR_SD) -> tu
     return res.x[:runs].copy(), res.x[runs:].copy()
 
 
-def residual_sd(n: np.ndarray, s: np.ndarray, theta: np.ndarray, b: np.ndarray) -> float:
-    """The task-level residual (logits) the Rasch fit leaves: a moment estimate, ``sigma_e``.
+def residual_sd(n: np.ndarray, s: np.ndarray, *, prior_sd: float = PRIOR_SD) -> float:
+    """The task-level residual (logits) a new run meets, ``sigma_e``: a cross-fitted moment estimate.
 
-    On the probability scale the excess variance is the mean over cells with ``n >= 1`` of
-    ``(s/n - p)^2 - p(1 - p)/n``, inflated by ``R / (R - 1)`` (each difficulty was fitted on the same
-    R runs), floored at 0; divided by the mean ``p(1 - p)`` (the logistic's slope) it is in logits.
+    Each training run r in turn is left out: the difficulties are fitted on the others
+    (:func:`fit_rasch`), r's one ability on its own counts given them, and its cells' excess variance on
+    the probability scale is the mean over cells with ``n >= 1`` of ``(s/n - p)^2 - p(1 - p)/n``.  The
+    mean over the runs, floored at 0 and divided by the mean ``p(1 - p)`` (the logistic's slope), is in
+    logits; it carries both the run x task interaction and the error of the fitted difficulties.
     """
     n = np.asarray(n, dtype=float)
     s = np.asarray(s, dtype=float)
-    p = expit(theta[:, None] - b[None, :])
-    cell = n > 0
-    excess = ((s[cell] / n[cell] - p[cell]) ** 2 - p[cell] * (1 - p[cell]) / n[cell]).mean()
-    runs = n.shape[0]
-    excess = max(float(excess), 0.0) * runs / max(runs - 1, 1)
-    return float(math.sqrt(excess) / max(float((p[cell] * (1 - p[cell])).mean()), 1e-6))
+    excess, slope = [], []
+    for r in range(n.shape[0]):
+        rows = [q for q in range(n.shape[0]) if q != r]
+        _, b = fit_rasch(n[rows], s[rows], prior_sd=prior_sd)
+        groups = np.zeros(len(b), dtype=np.int64)
+        mode, _ = _fit_agent(b, groups, n[r], s[r], 1, 0.0, prior_sd, 1e-6)
+        p = expit(mode[0] + mode[1] - b)
+        cell = n[r] > 0
+        excess.append(((s[r][cell] / n[r][cell] - p[cell]) ** 2 - p[cell] * (1 - p[cell]) / n[r][cell]).mean())
+        slope.append((p[cell] * (1 - p[cell])).mean())
+    return float(math.sqrt(max(float(np.mean(excess)), 0.0)) / max(float(np.mean(slope)), 1e-6))
 
 
-def choose_tasks(b: np.ndarray, strata: Sequence[str], quotas: Mapping[str, int],
-                 rng: np.random.Generator) -> list[int]:
+def choose_tasks(b: np.ndarray, strata: Sequence[str], quotas: Mapping[str, int], rng: np.random.Generator,
+                 *, weights: np.ndarray | None = None) -> list[int]:
     """Indices of the chosen tasks (ascending): per stratum, systematic sampling over difficulty order.
 
-    Within a value with ``m`` tasks and quota ``c``, the tasks sorted by ``(b, index)`` are taken at
-    positions ``floor((j + u) * m / c)``, j = 0..c-1, one ``u ~ U[0, 1)`` per value from ``rng`` (drawn
-    in the order of ``quotas``).
+    Within a value with quota ``c``, the tasks sorted by ``(b, index)`` are laid end to end with lengths
+    ``weights`` (default 1 each; :func:`information` gives the Fisher information), and the tasks under
+    the points ``(j + u) W / c``, j = 0..c-1, are taken, ``W`` the total length and one ``u ~ U[0, 1)`` per
+    value from ``rng`` (drawn in the order of ``quotas``).  A task hit twice gives way to the nearest task
+    not yet taken in difficulty order (the later one on a tie).
     """
+    w = np.ones(len(b)) if weights is None else np.asarray(weights, dtype=float)
     chosen: list[int] = []
     for value, c in quotas.items():
         members = sorted((i for i, v in enumerate(strata) if v == value), key=lambda i: (float(b[i]), i))
         u = float(rng.random())
-        m = len(members)
-        chosen += [members[min(int((j + u) * m / c), m - 1)] for j in range(c)] if c else []
+        if not c:
+            continue
+        ends = np.cumsum(w[members])
+        taken: list[int] = []
+        for j in range(c):
+            at = min(int(np.searchsorted(ends, (j + u) * ends[-1] / c, side="right")), len(members) - 1)
+            free = [q for q in range(len(members)) if q not in taken]
+            taken.append(min(free, key=lambda q: (abs(q - at), -q)))
+        chosen += [members[q] for q in taken]
     return sorted(chosen)
 
 
+def information(theta: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each task's Rasch Fisher information averaged over the training abilities, ``mean_r p(1 - p)``."""
+    p = expit(np.asarray(theta)[:, None] - np.asarray(b)[None, :])
+    return (p * (1 - p)).mean(axis=0)
+
+
 def _fit_agent(b: np.ndarray, groups: np.ndarray, n: np.ndarray, s: np.ndarray, n_groups: int,
-               center: float, spread: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
-    """MAP of ``(theta_g, delta_1..delta_S)`` and its inverse Hessian, by Newton's method (the problem is convex)."""
+               center: float, spread: float, tau: float, sigma_e: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """MAP of ``(theta_g, delta_1..delta_S)`` and its covariance, by Newton's method (the problem is convex).
+
+    The covariance is the inverse Hessian with each task's binomial weight ``n p (1 - p)`` divided by
+    its overdispersion ``phi_t = 1 + (n_t - 1) p (1 - p) sigma_e^2`` (the variance of a binomial whose
+    logit carries a task-level residual of sd ``sigma_e``, to first order; McCullagh and Nelder 1989, 4.5).
+    """
     x = np.zeros(1 + n_groups)
     x[0] = center
     prior = np.array([1.0 / spread ** 2] + [1.0 / tau ** 2] * n_groups)
@@ -173,7 +201,9 @@ def _fit_agent(b: np.ndarray, groups: np.ndarray, n: np.ndarray, s: np.ndarray, 
         x = x - t * step
         if np.abs(t * step).max() < 1e-10:
             break
-    return x, np.linalg.inv(hess)
+    p = expit(design @ x - b)
+    weight = n * p * (1 - p) / (1 + np.maximum(n - 1, 0) * p * (1 - p) * sigma_e ** 2)
+    return x, np.linalg.inv(design.T @ (design * weight[:, None]) + np.diag(prior))
 
 
 def estimate_full(b: np.ndarray, strata: Sequence[str], observed: Sequence[int], n: np.ndarray, s: np.ndarray, *,
@@ -203,7 +233,7 @@ def estimate_full(b: np.ndarray, strata: Sequence[str], observed: Sequence[int],
     groups_all = np.array([index[v] for v in strata] if tau > 0 else [0] * len(b), dtype=np.int64)
     obs = np.asarray(observed, dtype=np.int64)
     mode, cov = _fit_agent(b[obs], groups_all[obs], np.asarray(n, float), np.asarray(s, float), len(values),
-                           theta_mean, 2.0 * max(theta_sd, 1.0), tau if tau > 0 else 1e-6)
+                           theta_mean, 2.0 * max(theta_sd, 1.0), tau if tau > 0 else 1e-6, sigma_e)
     rng = np.random.default_rng(seed)
     params = rng.multivariate_normal(mode, cov, size=draws, method="cholesky")
     ability = params[:, [0]] + params[:, 1:][:, groups_all]
