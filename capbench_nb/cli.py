@@ -118,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_board_parsers(sub)
     _add_suite_parsers(sub)
     _add_export_parser(sub)
+    _add_subset_parsers(sub)
     return parser
 
 
@@ -609,10 +610,65 @@ def _cmd_suite(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --------------------------------------------------------------------------- suite select / suite estimate (spec 13)
+def _add_subset_parsers(sub) -> None:
+    """``suite select`` and ``suite estimate`` on the ``suite`` group (created here when no other command made it)."""
+    suite = sub.choices.get("suite") or sub.add_parser("suite", help="frozen suites: lock, check, select, estimate")
+    groups = [a for a in suite._actions if isinstance(a, argparse._SubParsersAction)]  # argparse's own type
+    group = groups[0] if groups else suite.add_subparsers(dest="suite_command", required=True, metavar="SUITE_COMMAND")
+    p = group.add_parser("select", help="a representative subset of N common tasks: DIR/subset.json, subset.md, "
+                                        "subset.html (spec section 13)")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="three or more run directories of one suite")
+    p.add_argument("--size", type=_positive, required=True, metavar="N", help="number of tasks to choose")
+    p.add_argument("--strata", metavar="DIM", default=None, help="a plan label (e.g. app) whose values each keep tasks")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the choice and the validation (default 0)")
+    p.add_argument("--lock", metavar="LOCK", default=None, help="write DIR/suite.lock.json: LOCK restricted to the subset")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--html", action=argparse.BooleanOptionalAction, default=True,
+                   help="also execute the page notebook: subset.html, subset.ipynb (default: yes)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="papermill's progress bar on stderr (default: only on a terminal)")
+    p.set_defaults(subset_handler=_cmd_suite_select)
+    p = group.add_parser("estimate", help="estimate a run's full-suite pass@1 from a subset: DIR/estimate.json")
+    p.add_argument("run_dir", metavar="RUN", help="a run that plans every subset task")
+    p.add_argument("--subset", required=True, metavar="SUBSET", help="subset.json, or the directory holding it")
+    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: RUN)")
+    p.set_defaults(subset_handler=_cmd_suite_estimate)
+
+
+def _cmd_suite_select(args: argparse.Namespace) -> int:
+    from capbench_nb.metrics.subset import select_subset
+    from capbench_nb.outputs.reportrun import ReportError
+    from capbench_nb.outputs.subset.files import write_subset
+
+    runs = [load_run(r) for r in args.runs]
+    doc = select_subset(runs, size=args.size, strata=args.strata, seed=args.seed)
+    path = write_subset(doc, args.out, lock=args.lock)
+    if args.html:
+        from capbench_nb.outputs.subset.run import build_subset_page
+
+        try:
+            build_subset_page(Path(args.out), progress=args.progress)
+        except ReportError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return EXIT_REPORT
+    print(path)
+    return EXIT_OK
+
+
+def _cmd_suite_estimate(args: argparse.Namespace) -> int:
+    from capbench_nb.metrics.subset import estimate_run
+    from capbench_nb.outputs.subset.files import read_subset, write_estimate
+
+    subset = read_subset(args.subset)
+    print(write_estimate(estimate_run(load_run(args.run_dir), subset), args.out or args.run_dir))
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
+    handler = getattr(args, "subset_handler", None) or {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
                "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare,
                "gate": _cmd_gate,
                "import": _cmd_import, "board": _cmd_board, "verify-board": _cmd_verify_board,
