@@ -14,7 +14,7 @@ import copy
 import random
 from dataclasses import replace
 
-from capbench_nb.records.artifact_names import ATTEMPT
+from capbench_nb.format.artifact_files import ATTEMPT
 from capbench_nb.simulation.artifacts import artifact_documents
 from capbench_nb.simulation.generator import DrawnAttempt
 from capbench_nb.suite.lock import Lock
