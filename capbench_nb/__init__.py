@@ -27,7 +27,7 @@ _EXPORTS = {
     "RunRecorder": ".records.recorder",
     "compute_metrics": ".metrics.document",
     "write_metrics": ".outputs.export",
-    "verify": ".outputs.verification",
+    "verify": ".outputs.verify",
     "Rate": ".metrics.rates",
     "ScoreMean": ".metrics.rates",
     "pass_at_1": ".metrics.rates",
@@ -90,7 +90,7 @@ if TYPE_CHECKING:  # static analysers see the eager imports
     from capbench_nb.records.recorder import RunRecorder
     from capbench_nb.metrics.slices import metrics_by, register_slice
     from capbench_nb.metrics.stats import wilson_interval
-    from capbench_nb.outputs.verification import verify
+    from capbench_nb.outputs.verify import verify
 
 
 def __getattr__(name: str) -> Any:
@@ -107,10 +107,10 @@ def __dir__() -> list[str]:
 
 
 def build_report(*args, **kwargs):
-    """Execute the report notebook on a run (see :func:`capbench_nb.outputs.reportrun.build_report`)."""
-    from capbench_nb.outputs import reportrun  # papermill and nbconvert only when used
+    """Execute the report notebook on a run (see :func:`capbench_nb.outputs.report.run.build_report`)."""
+    from capbench_nb.outputs.report import run  # papermill and nbconvert only when used
 
-    return reportrun.build_report(*args, **kwargs)
+    return run.build_report(*args, **kwargs)
 
 
 __all__ = [

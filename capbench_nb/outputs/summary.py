@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from capbench_nb.format import ANOMALY_KINDS, INELIGIBLE_CLASSES
-from capbench_nb.outputs.escaping import DISPLAY_MAX, md_escape
-from capbench_nb.outputs.formatting import (
+from capbench_nb.outputs.html.escaping import DISPLAY_MAX, md_escape
+from capbench_nb.outputs.html.formatting import (
     NA_NO_ELIGIBLE, fmt_interval, fmt_pct, fmt_score, is_null, join_words, judge_phrase, listing, plural,
 )
 
