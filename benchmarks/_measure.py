@@ -116,7 +116,7 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
     elif mode == "report-sample":
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import report_benchmark as rb
-        from capbench_nb.outputs import reportrun
+        from capbench_nb.outputs.report import run as reportrun
 
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
@@ -128,7 +128,7 @@ def main(mode: str, path: str, repeats: str, *extra: str) -> dict:
                                                                                 progress=False))
         out["best"] = out["report"]
     elif mode == "report":
-        from capbench_nb.outputs import reportrun
+        from capbench_nb.outputs.report import run as reportrun
 
         with tempfile.TemporaryDirectory() as tmp:
             out["best"], _ = best_of(repeats, lambda: reportrun.build_report(run, Path(tmp) / "out", progress=False))

@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import capbench_nb as cb
-    from capbench_nb.outputs.board import board_markdown
-    from capbench_nb.outputs.board_page import pairs_data, runs_data
+    from capbench_nb.outputs.board.files import board_markdown
+    from capbench_nb.outputs.board.page import pairs_data, runs_data
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="capbench-board-"))
     paths = [root / f"run-{i:02d}" for i in range(args.runs)]

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import nbformat
 
-from capbench_nb.outputs import reportrun
+from capbench_nb.outputs import build
+from capbench_nb.outputs.report import run as reportrun
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample-run"
@@ -40,9 +41,9 @@ def empty_notebook(path: Path) -> Path:
 
 def floor_once(notebook: Path, work: Path, run_dir: Path) -> None:
     """The empty notebook through build_report's own execution and conversion steps."""
-    nb = reportrun.execute_notebook(notebook, {"run_dir": str(run_dir)}, cwd=work, progress=False)
+    nb = build.execute_notebook(notebook, {"run_dir": str(run_dir)}, cwd=work, progress=False)
     (work / "empty.out.ipynb").write_text(nbformat.writes(nb), encoding="utf-8")
-    (work / "empty.html").write_text(reportrun.notebook_to_html(nb, title="empty"), encoding="utf-8")
+    (work / "empty.html").write_text(build.notebook_to_html(nb, title="empty"), encoding="utf-8")
 
 
 def timed(fn) -> float:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import big_run, template_run  # noqa: E402
 
-from capbench_nb.outputs.reportrun import build_report  # noqa: E402
+from capbench_nb.outputs.report.run import build_report  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"]

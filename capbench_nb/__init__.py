@@ -28,7 +28,7 @@ _EXPORTS = {
     "RunRecorder": ".records.recorder",
     "compute_metrics": ".metrics.document",
     "write_metrics": ".outputs.export",
-    "verify": ".outputs.verification",
+    "verify": ".outputs.verify",
     "Rate": ".metrics.rates",
     "ScoreMean": ".metrics.rates",
     "pass_at_1": ".metrics.rates",
@@ -78,7 +78,7 @@ def __dir__() -> list[str]:
 
 
 def build_report(*args, **kwargs):
-    """Execute the report notebook on a run (see :func:`capbench_nb.outputs.reportrun.build_report`)."""
-    from capbench_nb.outputs import reportrun  # papermill and nbconvert only when used
+    """Execute the report notebook on a run (see :func:`capbench_nb.outputs.report.run.build_report`)."""
+    from capbench_nb.outputs.report import run  # papermill and nbconvert only when used
 
-    return reportrun.build_report(*args, **kwargs)
+    return run.build_report(*args, **kwargs)

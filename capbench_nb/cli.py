@@ -30,7 +30,7 @@ from capbench_nb.records.run import load_run
 from capbench_nb.metrics.comparison import WARNING_CODES, blocking_warnings, check_warning_kinds
 from capbench_nb.metrics.health import QUARANTINE_THRESHOLD, check_quarantine_threshold
 from capbench_nb.metrics.slices import UnknownSliceError
-from capbench_nb.outputs.verification import verify
+from capbench_nb.outputs.verify import verify
 
 __all__ = ["main"]
 
@@ -289,7 +289,8 @@ def _disagreements(problems: list, between: str, verified: str) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from capbench_nb.outputs.reportrun import ReportError, build_report
+    from capbench_nb.outputs.build import ReportError
+    from capbench_nb.outputs.report.run import build_report
 
     try:
         path = build_report(args.run_dir, args.out, allow_invalid=args.allow_invalid,
@@ -314,7 +315,8 @@ def _unique(items: list[str]) -> list[str]:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
 
-    from capbench_nb.outputs.reportrun import ReportError, build_comparison
+    from capbench_nb.outputs.build import ReportError
+    from capbench_nb.outputs.comparison.run import build_comparison
 
     try:
         allowed = check_warning_kinds(args.allow_diff)
@@ -423,7 +425,7 @@ def _board_options(args: argparse.Namespace) -> dict:
 def _cmd_board_campaign(args: argparse.Namespace) -> int:
     """``board --campaign STORE [RUN_ID...]``: the board of section 10 from a campaign store (section 14)."""
     from capbench_nb.metrics.campaign import campaign
-    from capbench_nb.outputs.board import write_board
+    from capbench_nb.outputs.board.files import write_board
 
     store = campaign(args.campaign)
     ids = list(args.runs) or store.run_ids
@@ -445,8 +447,8 @@ def _cmd_board_campaign(args: argparse.Namespace) -> int:
 def _cmd_board(args: argparse.Namespace) -> int:
     if args.campaign:
         return _cmd_board_campaign(args)
-    from capbench_nb.outputs.boardrun import build_board
-    from capbench_nb.outputs.reportrun import ReportError
+    from capbench_nb.outputs.board.run import build_board
+    from capbench_nb.outputs.build import ReportError
 
     out = Path(args.out) if args.out else Path("board")
     try:
@@ -466,7 +468,7 @@ def _cmd_board(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify_board(args: argparse.Namespace) -> int:
-    from capbench_nb.outputs.board import verify_board
+    from capbench_nb.outputs.board.files import verify_board
 
     out = one_line(args.out)
     return _disagreements(verify_board(args.out, args.runs), f"{out} and the runs",
@@ -638,7 +640,7 @@ def _add_subset_parsers(sub) -> None:
 
 def _cmd_suite_select(args: argparse.Namespace) -> int:
     from capbench_nb.metrics.subset import select_subset
-    from capbench_nb.outputs.reportrun import ReportError
+    from capbench_nb.outputs.build import ReportError
     from capbench_nb.outputs.subset.files import write_subset
 
     runs = [load_run(r) for r in args.runs]

@@ -824,7 +824,7 @@ TINY_REPORT_NOTEBOOK = {
         {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
          "outputs": [], "source": 'run_dir = ""\nout_dir = ""\nreport_dir = ""\nallow_invalid = False\nslices = []\n'},
         {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
-         "source": "from pathlib import Path\nimport capbench_nb\nfrom capbench_nb.io import atomic\nfrom capbench_nb.outputs import reporting\n"
+         "source": "from pathlib import Path\nimport capbench_nb\nfrom capbench_nb.io import atomic\nfrom capbench_nb.outputs.report import page as reporting\n"
                    "run = capbench_nb.load_run(run_dir, strict=not allow_invalid)\n"
                    "doc = capbench_nb.compute_metrics(run, slices=slices)\n"
                    "atomic.write_atomic(Path(out_dir) / 'metrics.json', atomic.dumps(doc))\n"
@@ -841,7 +841,8 @@ CLI_SCRIPT = """
 import errno, os, signal, sys
 from pathlib import Path
 from capbench_nb.io import publish
-from capbench_nb.outputs import reportrun
+from capbench_nb.outputs import build
+from capbench_nb.outputs.report import run as reportrun
 if os.environ.get("CAPBENCH_TEST_NOTEBOOK"):
     reportrun.find_notebook = lambda name=None: Path(os.environ["CAPBENCH_TEST_NOTEBOOK"])
 mode, _, target = os.environ.get("CAPBENCH_TEST_KILL", "").partition(":")
@@ -952,9 +953,9 @@ def selection_board(root: Path, names: str = "ABCD") -> list[Path]:
 
 @pytest.fixture
 def captured(monkeypatch):
-    """Everything the report's sections display, in order (``capbench_nb.outputs.tables.display`` replaced:
+    """Everything the report's sections display, in order (``capbench_nb.outputs.html.tables.display`` replaced:
     every section and figure goes through it)."""
-    from capbench_nb.outputs import tables
+    from capbench_nb.outputs.html import tables
 
     shown: list = []
     monkeypatch.setattr(tables, "display", lambda obj, *a, **kw: shown.append(obj))

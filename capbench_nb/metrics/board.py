@@ -3,7 +3,7 @@
 """A board of many runs (spec section 10): which run is better, how sure, at what cost.
 
 :func:`board` turns N >= 2 loaded runs (or run directories) into the board.json document
-(schema ``capbench.board/1``); :mod:`capbench_nb.outputs.board` writes it with ``board.md``
+(schema ``capbench.board/1``); :mod:`capbench_nb.outputs.board.files` writes it with ``board.md``
 beside it, and ``notebooks/board.ipynb`` (``capbench-nb board``) renders ``board.html``.
 
 Common ground

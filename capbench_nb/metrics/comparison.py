@@ -4,7 +4,7 @@
 
 :func:`compare_runs` turns two loaded runs into the comparison.json document
 (schema ``capbench.comparison/1``); :func:`write_comparison` writes it with
-``comparison.md`` beside it (:mod:`capbench_nb.outputs.comparison`, which also holds
+``comparison.md`` beside it (:mod:`capbench_nb.outputs.comparison.files`, which also holds
 the displays of the comparison notebook, ``notebooks/compare_runs.ipynb``).
 
 Compatibility

@@ -12,7 +12,7 @@ metric registered without tags is refused.
 Each entry also carries what a display needs to show it, as data: its ``label``
 (a template with ``{k}``), a one-line ``description``, its format ``kind`` (one
 of :data:`KINDS`; the outputs stage maps a kind to its formatter in one place,
-``capbench_nb.outputs.formatting.FORMATTERS``) and its ``path`` in the
+``capbench_nb.outputs.html.formatting.FORMATTERS``) and its ``path`` in the
 metrics.json document.  So a new metric is one :func:`register` call, and every
 display that loops over the registry shows it.
 

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 
 from capbench_nb.format import ANOMALY_KINDS, INELIGIBLE_CLASSES
 from capbench_nb.metrics.registry import HEADLINE, headline_rates
-from capbench_nb.outputs.escaping import DISPLAY_MAX, md_escape
-from capbench_nb.outputs.formatting import (
+from capbench_nb.outputs.html.escaping import DISPLAY_MAX, md_escape
+from capbench_nb.outputs.html.formatting import (
     NA, NA_NO_ELIGIBLE, fmt_count, fmt_interval, fmt_pct, formatter, is_null, join_words, judge_phrase,
     listing, plural,
 )

@@ -16,14 +16,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from capbench_nb.format import CLASS_KEYS, TELEMETRY_FIELDS
+from capbench_nb.format import CLASS_KEYS, FAILURE_STAGES, TELEMETRY_FIELDS
 from capbench_nb.records.evidence import EvidenceResolver
 
-__all__ = ["PROVENANCE_COLUMNS", "attempts_view", "attempt_evidence", "clip", "escape_text", "html_card",
+__all__ = ["PROVENANCE_COLUMNS", "OUTCOME_CODES", "NO_STAGE", "attempts_view", "attempt_outcomes", "outcome_codes",
+           "task_outcome_codes", "outcomes_by_stage", "eligibility_by_outcome", "attempt_evidence", "clip", "escape_text", "html_card",
            "run_summary", "run_html"]
 
 #: Where a record came from, not what happened: out of :func:`attempts_view` unless asked for.
 PROVENANCE_COLUMNS = ("line", "artifact_dir", "telemetry_source", "cost_source")
+
+#: One character per attempt outcome: success, the failure classes, unknown split by eligibility.
+OUTCOME_CODES = {"success": "S", "agent": "A", "environment": "E", "evaluation": "V", "skipped": "K",
+                 "unknown": "U", "unknown_ineligible": "X", "missing": "."}
 
 _CLIP = 48  # characters of a run-supplied string in a one-line summary
 
@@ -143,9 +148,7 @@ def attempts_view(run, *, provenance: bool = False) -> pd.DataFrame:
     run itself), which this does not change.
     """
     a = run.attempts
-    success = a["success"].to_numpy(dtype="bool", na_value=False)
-    classes = a["failure_class"].astype(object).to_numpy()
-    outcome = pd.Categorical(np.where(success, CLASS_KEYS[0], classes), categories=list(CLASS_KEYS))
+    outcome = pd.Categorical(attempt_outcomes(a), categories=list(CLASS_KEYS))
     view = pd.DataFrame({"task_id": a["task_id"], "attempt": a["attempt"]}, index=a.index)
     view["outcome"] = pd.Series(outcome, index=a.index)
     view["agent_eligible"] = a["agent_eligible"]
@@ -159,6 +162,97 @@ def attempts_view(run, *, provenance: bool = False) -> pd.DataFrame:
         view["telemetry_source"] = pd.Series(_parsed(a["telemetry_source"], dict), index=a.index, dtype=object)
         view["cost_source"] = a["cost_source"]
     return view
+
+
+def attempt_outcomes(attempts: pd.DataFrame) -> np.ndarray:
+    """The outcome of each row of an attempts table (``run.attempts``), as an object array: ``success``,
+    or the failure class (``agent``, ``environment``, ``evaluation``, ``skipped``, ``unknown``; any
+    other value is ``unknown``).
+
+    The one place an attempt's outcome is worked out from ``success`` and ``failure_class``:
+    :func:`attempts_view`, :func:`outcome_codes` and the reports' tables and figures read it.
+    """
+    n = len(attempts)
+    out = np.full(n, "unknown", dtype=object)
+    if not n:
+        return out
+    fclass = attempts["failure_class"].astype(object).to_numpy()
+    for cls in CLASS_KEYS[1:]:
+        out[fclass == cls] = cls
+    out[attempts["success"].to_numpy(dtype=bool, na_value=False)] = CLASS_KEYS[0]
+    return out
+
+
+def outcome_codes(attempts: pd.DataFrame) -> np.ndarray:
+    """The outcome code (:data:`OUTCOME_CODES`) of each row of an attempts table, as a ``<U1`` array.
+
+    :func:`attempt_outcomes`, one character each; an ``unknown`` attempt is ``U`` when eligible and
+    ``X`` when not.
+    """
+    n = len(attempts)
+    if not n:
+        return np.array([], dtype="<U1")
+    outcomes = attempt_outcomes(attempts)
+    eligible = attempts["agent_eligible"].to_numpy(dtype=bool, na_value=False)
+    codes = np.full(n, OUTCOME_CODES["unknown"], dtype="<U1")
+    for cls in CLASS_KEYS[:-1]:
+        codes[outcomes == cls] = OUTCOME_CODES[cls]
+    codes[(outcomes == "unknown") & ~eligible] = OUTCOME_CODES["unknown_ineligible"]
+    return codes
+
+
+def task_outcome_codes(run, tasks: list[str] | None = None) -> list[str]:
+    """Per task (``tasks``, default every planned task in plan order), the outcome code of each planned
+    attempt in attempt order (:func:`outcome_codes`; ``.`` for an attempt without a counted record)."""
+    plan_ids = run.plan["task_id"].astype(object).tolist()
+    planned = dict(zip(plan_ids, run.plan["planned_repeats"].astype(int).tolist()))
+    tasks = plan_ids if tasks is None else list(tasks)
+    lengths = np.array([planned[t] for t in tasks], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    where = {t: i for i, t in enumerate(tasks)}
+    a = run.attempts
+    slot = np.array([where.get(t, -1) for t in a["task_id"].astype(object).tolist()], dtype=np.int64)
+    keep = slot >= 0
+    cells = np.full(int(offsets[-1]), ord(OUTCOME_CODES["missing"]), dtype=np.uint8)
+    if keep.any():
+        codes = outcome_codes(a[keep])
+        number = a["attempt"].to_numpy(dtype="int64")[keep]
+        cells[offsets[slot[keep]] + number - 1] = np.frombuffer("".join(codes.tolist()).encode("ascii"), dtype=np.uint8)
+    raw = cells.tobytes().decode("ascii")
+    return [raw[offsets[i]:offsets[i + 1]] for i in range(len(tasks))]
+
+
+#: The row of :func:`outcomes_by_stage` for attempts without a failure stage.
+NO_STAGE = "(no stage)"
+
+
+def outcomes_by_stage(run) -> pd.DataFrame:
+    """Counted attempts by failure stage (rows: each stage of the format, then :data:`NO_STAGE`) and
+    outcome (columns: :data:`~capbench_nb.format.CLASS_KEYS`, then ``total``), as ``Int64`` counts."""
+    a = run.attempts
+    outcomes = attempt_outcomes(a)
+    stages = np.array([s if isinstance(s, str) else NO_STAGE for s in a["failure_stage"].astype(object).tolist()],
+                      dtype=object)
+    rows = {}
+    for stage in (*FAILURE_STAGES, NO_STAGE):
+        at = stages == stage
+        rows[stage] = [int((at & (outcomes == c)).sum()) for c in CLASS_KEYS] + [int(at.sum())]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[*CLASS_KEYS, "total"]).astype("Int64")
+    frame.index.name = "failure_stage"
+    return frame
+
+
+def eligibility_by_outcome(run) -> pd.DataFrame:
+    """Counted attempts by outcome (rows: :data:`~capbench_nb.format.CLASS_KEYS`, from
+    :func:`attempt_outcomes`) and eligibility (columns ``eligible``: in the agent's denominators,
+    ``ineligible``: ``agent_eligible`` false), as ``Int64`` counts (0 when none)."""
+    a = run.attempts
+    outcomes = attempt_outcomes(a)
+    eligible = a["agent_eligible"].to_numpy(dtype=bool, na_value=False)
+    rows = {c: [int((eligible & (outcomes == c)).sum()), int((~eligible & (outcomes == c)).sum())] for c in CLASS_KEYS}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=["eligible", "ineligible"]).astype("Int64")
+    frame.index.name = "outcome"
+    return frame
 
 
 def attempt_evidence(run, task_id: str, attempt: int) -> dict[str, Any]:

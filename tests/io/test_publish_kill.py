@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CLI_SCRIPT, LONG, TINY_REPORT_NOTEBOOK, alive, cli, descendants
-from capbench_nb.outputs.reportrun import OUTPUT_FILES
+from capbench_nb.outputs.report.run import OUTPUT_FILES
 
 # =========================================================================== kill mid-report
 
@@ -51,7 +51,7 @@ def killed_reports(tmp_path_factory):
     """Over complete outputs of run-old: ``capbench-nb report`` of run-new killed (SIGKILL) at random moments;
     then, in another copy, a report killed between two renames of the publishing step, and a normal report
     over what that left."""
-    from capbench_nb.outputs.reportrun import build_report
+    from capbench_nb.outputs.report.run import build_report
 
     root = tmp_path_factory.mktemp("kill")
     old, new = _two_runs(root)

@@ -13,7 +13,7 @@
   hand-made selection files; null with its reason (no selection file, another k) and a family of its
   own; refused as the board's metric unless every run has one; absent from a board without selection.
 
-board.md, board.html and the command line: tests/outputs/test_board_report.py and test_board_page.py.
+board.md, board.html and the command line: tests/outputs/board/test_board_files.py and test_board_page.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 - every compatibility warning triggered by a minimal pair of runs, none for identical runs;
 - paired counts, flips and telemetry deltas hand-computed on small runs (B minus A).
 
-comparison.md, the files written and the notebook: tests/outputs/test_comparison_report.py.
+comparison.md, the files written and the notebook: tests/outputs/comparison/test_comparison_files.py.
 """
 
 from __future__ import annotations

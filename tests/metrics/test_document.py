@@ -13,7 +13,7 @@ import capbench_nb as cb
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.format import CLASS_KEYS, TELEMETRY_FIELDS
 from capbench_nb.metrics.stats import wilson_interval
-from capbench_nb.outputs.verification import diff_documents
+from capbench_nb.outputs.verify import diff_documents
 
 from conftest import SAMPLE_RUN
 

@@ -6,7 +6,7 @@ import pytest
 
 import capbench_nb as cb
 from capbench_nb.outputs.gate.files import write_gate
-from capbench_nb.outputs.reportrun import build_comparison
+from capbench_nb.outputs.comparison.run import build_comparison
 from conftest import manifest, outcomes, write_run
 
 HOSTILE = ["<script>window.__pwned = 1</script>", "| a | b |", "a]]>b", "`x`", "<img src=x onerror=alert(2)>"]

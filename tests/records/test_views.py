@@ -10,7 +10,8 @@ import pytest
 import capbench_nb as cb
 from capbench_nb.format import CLASS_KEYS, TELEMETRY_FIELDS
 from capbench_nb.records.views import (
-    PROVENANCE_COLUMNS, attempt_evidence, attempts_view, clip, escape_text, html_card, run_summary,
+    NO_STAGE, OUTCOME_CODES, PROVENANCE_COLUMNS, attempt_evidence, attempt_outcomes, attempts_view, clip,
+    eligibility_by_outcome, escape_text, html_card, outcome_codes, outcomes_by_stage, run_summary, task_outcome_codes,
 )
 
 from conftest import SAMPLE_RUN, manifest, outcomes, record, write_run
@@ -100,3 +101,49 @@ def test_the_error_of_an_imported_errored_epoch_is_its_evidence(tmp_path):
     assert errored[["task_id", "attempt", "outcome"]].values.tolist() == [["t5", 3, "unknown"]]
     error = attempt_evidence(run, "t5", 3)["record.json#/error"]
     assert error["message"] == "RuntimeError('deliberate failure for sample t5 epoch 3')"
+
+
+# --------------------------------------------------------------------------- outcome views (issue 22)
+
+
+def _run(tmp_path, spec, stages=None):
+    recs = outcomes(spec)
+    for rec in recs:
+        stage = (stages or {}).get((rec["task_id"], rec["attempt"]))
+        if stage:
+            rec["failure_stage"] = stage
+            rec["evidence"] = ["attempt.json#"]
+    tasks = [(t, len(codes)) for t, codes in spec.items()]
+    return cb.load_run(write_run(tmp_path / "run", manifest(tasks), recs), skip_evidence=True)
+
+
+def test_attempt_outcomes_and_codes_one_per_counted_attempt(tmp_path):
+    run = _run(tmp_path, {"t1": "SAEVKUX"})
+    assert attempt_outcomes(run.attempts).tolist() == ["success", "agent", "environment", "evaluation", "skipped",
+                                                      "unknown", "unknown"]
+    assert "".join(outcome_codes(run.attempts).tolist()) == "SAEVKUX"
+    assert attempts_view(run)["outcome"].astype(str).tolist() == attempt_outcomes(run.attempts).tolist()
+    assert outcome_codes(run.attempts.iloc[:0]).tolist() == [] and set(OUTCOME_CODES.values()) >= set("SAEVKUX.")
+
+
+def test_task_outcome_codes_fill_missing_attempts_and_follow_the_given_order(tmp_path):
+    run = _run(tmp_path, {"t1": "S.A", "t2": ".X", "t3": "E"})
+    assert task_outcome_codes(run) == ["S.A", ".X", "E"]
+    assert task_outcome_codes(run, ["t3", "t1"]) == ["E", "S.A"]
+
+
+def test_outcomes_by_stage_and_eligibility_by_outcome_count_by_hand(tmp_path):
+    # hand count: t1 = S A E U X; stages: A at evaluation, E at setup, X at setup
+    run = _run(tmp_path, {"t1": "SAEUX"}, stages={("t1", 2): "evaluation", ("t1", 3): "setup", ("t1", 5): "setup"})
+    table = outcomes_by_stage(run)
+    assert list(table.index) == ["setup", "evaluation", "device_execution", NO_STAGE]
+    assert list(table.columns) == [*CLASS_KEYS, "total"] and str(table.dtypes.iloc[0]) == "Int64"
+    assert table.loc["setup", "environment"] == 1 and table.loc["setup", "unknown"] == 1 and table.loc["setup", "total"] == 2
+    assert table.loc["evaluation", "agent"] == 1 and table.loc["evaluation", "total"] == 1
+    assert table.loc["device_execution", "total"] == 0
+    assert table.loc[NO_STAGE, "success"] == 1 and table.loc[NO_STAGE, "unknown"] == 1 and table.loc[NO_STAGE, "total"] == 2
+    assert int(table["total"].sum()) == 5
+    split = eligibility_by_outcome(run)
+    assert split.loc["unknown"].tolist() == [1, 1]
+    assert split.loc["success"].tolist() == [1, 0] and split.loc["environment"].tolist() == [0, 1]
+    assert int(split.to_numpy().sum()) == 5

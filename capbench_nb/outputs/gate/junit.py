@@ -14,7 +14,7 @@ Run-supplied strings (task ids, run ids, warning messages) reach the XML as
 text or attribute values, escaped by :mod:`xml.etree.ElementTree`; characters
 XML 1.0 cannot hold at all (control characters, lone surrogates) and those
 that would rearrange the text (bidirectional overrides) are first made visible
-escapes such as ``\\u0007`` (:func:`capbench_nb.outputs.escaping.plain_label`,
+escapes such as ``\\u0007`` (:func:`capbench_nb.outputs.html.escaping.plain_label`,
 uncut).  ``]]>`` needs nothing: there is no CDATA section and ``>`` is escaped.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from capbench_nb.outputs.escaping import plain_label
+from capbench_nb.outputs.html.escaping import plain_label
 from capbench_nb.outputs.gate.markdown import attempts_text, fmt_pct, fmt_pp
 
 __all__ = ["gate_junit", "SUITE_NAME", "CLASSNAME", "xml_text"]

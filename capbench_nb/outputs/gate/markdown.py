@@ -3,14 +3,14 @@
 The decision comes first, then one table row per metric, the compatibility
 warnings, and each metric's regressions as a collapsible ``<details>`` list.
 Every run-supplied string (run ids, task ids, failure classes, warning
-messages) goes through :func:`capbench_nb.outputs.escaping.md_escape`: a task id
+messages) goes through :func:`capbench_nb.outputs.html.escaping.md_escape`: a task id
 with backticks, pipes, ``<``, newlines, control characters or lone surrogates
 renders as data, on its line and in its cell.
 """
 
 from __future__ import annotations
 
-from capbench_nb.outputs.escaping import md_escape
+from capbench_nb.outputs.html.escaping import md_escape
 
 __all__ = ["gate_markdown", "DECISION_WORDS", "fmt_pct", "fmt_pp", "attempts_text"]
 

@@ -5,7 +5,7 @@ per-metric table for the comparison notebook (``notebooks/compare_runs.ipynb``),
 only when the gate was run on the same two runs as the comparison (their input
 hashes agree): a gate.json of other runs, or one that cannot be read, is named
 and not shown.  Every string from the file goes through
-:func:`capbench_nb.outputs.escaping.html_escape`.
+:func:`capbench_nb.outputs.html.escaping.html_escape`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from capbench_nb.outputs.escaping import html_escape
+from capbench_nb.outputs.html.escaping import html_escape
 from capbench_nb.outputs.gate.files import GATE_FILE
 from capbench_nb.outputs.gate.markdown import DECISION_WORDS, fmt_pct, fmt_pp
 

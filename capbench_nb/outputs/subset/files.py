@@ -16,8 +16,8 @@ from pathlib import Path
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.metrics.subset import RULE
-from capbench_nb.outputs.escaping import md_escape
-from capbench_nb.outputs.formatting import fmt_interval, fmt_pct
+from capbench_nb.outputs.html.escaping import md_escape
+from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
 __all__ = ["SUBSET_FILE", "SUBSET_MARKDOWN", "ESTIMATE_FILE", "LOCK_FILE", "subset_markdown", "write_subset",
            "read_subset", "write_estimate", "restrict_lock", "lock_digest"]
