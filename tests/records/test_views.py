@@ -100,3 +100,19 @@ def test_the_error_of_an_imported_errored_epoch_is_its_evidence(tmp_path):
     assert errored[["task_id", "attempt", "outcome"]].values.tolist() == [["t5", 3, "unknown"]]
     error = attempt_evidence(run, "t5", 3)["record.json#/error"]
     assert error["message"] == "RuntimeError('deliberate failure for sample t5 epoch 3')"
+
+
+def test_evaluation_contracts_of_the_sample_run():
+    """The facts the run comparison's evaluation warning compares, read by records (metrics opens no artifact).
+
+    By hand from data/sample-run: clock.alarm.create's first eligible attempt's attempt.json has
+    hard assertions alarm_exists_0645 and alarm_label_gym and judge_enabled true;
+    settings.bluetooth.off has only skipped (ineligible) attempts, so no contract; a task outside
+    the ones asked for is not read.
+    """
+    run = cb.load_run(SAMPLE_RUN)
+    contracts = run.evaluation_contracts(["clock.alarm.create", "settings.bluetooth.off"])
+    assert contracts == {"clock.alarm.create": (("alarm_exists_0645", "alarm_label_gym"), True)}
+    every = run.evaluation_contracts(list(run.plan["task_id"].astype(object)))
+    assert "settings.bluetooth.off" not in every and len(every) == 11
+    assert all(names == tuple(sorted(names)) and isinstance(judge, bool) for names, judge in every.values())
