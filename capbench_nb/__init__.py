@@ -55,13 +55,15 @@ _EXPORTS = {
     "import_inspect": ".records.importers",
     "import_taubench": ".records.importers",
     "import_tau2bench": ".records.importers",
-    "board": ".metrics.board",
     "gate": ".metrics.gate",
     "campaign": ".metrics.campaign",
 }
 
-#: The public names: ``__version__``, every lazy name of :data:`_EXPORTS`, and :func:`build_report`.
-__all__ = ["__version__", *_EXPORTS, "build_report"]
+#: The public names defined here: the callers that read run directories before the stages compute.
+_DEFINED = ("build_report", "board")
+
+#: The public names: ``__version__``, every lazy name of :data:`_EXPORTS`, and those of :data:`_DEFINED`.
+__all__ = ["__version__", *_EXPORTS, *_DEFINED]
 
 
 def __getattr__(name: str) -> Any:
@@ -82,3 +84,15 @@ def build_report(*args, **kwargs):
     from capbench_nb.outputs.report import run  # papermill and nbconvert only when used
 
     return run.build_report(*args, **kwargs)
+
+
+def board(runs, *, allow_invalid: bool = False, skip_evidence: bool = False, **options):
+    """The board.json document of N >= 2 runs (:func:`capbench_nb.metrics.board.board`, which takes
+    loaded runs): a run given as a directory is loaded here, as :func:`load_run` does with
+    ``strict=not allow_invalid`` and ``skip_evidence``; the options are the metrics function's."""
+    from capbench_nb.metrics import board as boards
+    from capbench_nb.records.run import Run, load_run
+
+    loaded = [run if isinstance(run, Run) else load_run(run, strict=not allow_invalid, skip_evidence=skip_evidence)
+              for run in runs]
+    return boards.board(loaded, **options)

@@ -11,7 +11,7 @@ import capbench_nb
 
 
 def test_all_lists_exactly_the_lazy_names_and_the_eager_ones():
-    assert set(capbench_nb.__all__) == set(capbench_nb._EXPORTS) | {"__version__", "build_report"}
+    assert set(capbench_nb.__all__) == set(capbench_nb._EXPORTS) | {"__version__", "build_report", "board"}
     assert len(capbench_nb.__all__) == len(set(capbench_nb.__all__))
 
 

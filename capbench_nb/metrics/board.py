@@ -60,7 +60,6 @@ give byte-identical board.json.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,7 +71,7 @@ from capbench_nb.metrics.prepare import k_eligible_mask, prepare, shared_prepara
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import mcnemar_exact
-from capbench_nb.records.run import Run, load_run
+from capbench_nb.records.run import Run
 
 __all__ = [
     "BOARD_SCHEMA_VERSION",
@@ -439,9 +438,13 @@ def _compatibility(runs: Sequence[Run], common: list[str], left_out: list[str], 
 # =========================================================================== the document
 
 
-def _load(runs: Sequence[Run | str | os.PathLike], allow_invalid: bool, skip_evidence: bool) -> list[Run]:
-    return [r if isinstance(r, Run) else load_run(r, strict=not allow_invalid, skip_evidence=skip_evidence)
-            for r in runs]
+def _loaded(runs: Sequence[Run]) -> list[Run]:
+    """The runs as a list, each a loaded Run: reading run directories is the caller's (``cb.board``, the CLI)."""
+    for i, run in enumerate(runs):
+        if not isinstance(run, Run):
+            raise TypeError(f"board() takes loaded runs (cb.load_run); run {i + 1} is a {type(run).__name__}: "
+                            "give run directories to capbench_nb.board, which loads them")
+    return list(runs)
 
 
 def _suite(run: Run) -> dict | None:
@@ -517,15 +520,15 @@ def _metric_pairs(name: str, positions: list[int], eligible: np.ndarray, success
 
 
 # long function: the document, key by key in section 10's order; each block is a call to a helper above
-def board(runs: Sequence[Run | str | os.PathLike], *, metric: str = "pass@1", alpha: float = 0.05, seed: int = 0,
-          resamples: int = 2000, allow_invalid: bool = False, skip_evidence: bool = False) -> dict:
+def board(runs: Sequence[Run], *, metric: str = "pass@1", alpha: float = 0.05, seed: int = 0,
+          resamples: int = 2000) -> dict:
     """The board.json document of N >= 2 runs (spec section 10).
 
     Parameters
     ----------
-    runs : sequence of Run or path-like
-        Loaded runs (:func:`capbench_nb.load_run`) or run directories, loaded here with
-        ``allow_invalid`` and ``skip_evidence``; positions in this order name the runs.
+    runs : sequence of Run
+        Loaded runs (:func:`capbench_nb.load_run`; :func:`capbench_nb.board` also takes run
+        directories and loads them); positions in this order name the runs.
     metric : {"pass@1", "pass@k", "pass^k", "selected@k"}, default "pass@1"
         The board's metric: groups, ranks, rank intervals and the frontier use it; ``selected@k``
         only when every run has one (a selection file and the common k).
@@ -536,8 +539,6 @@ def board(runs: Sequence[Run | str | os.PathLike], *, metric: str = "pass@1", al
         Seed of the rank bootstrap (:func:`numpy.random.default_rng`).
     resamples : int, default 2000
         Bootstrap resamples B (0: no rank interval).
-    allow_invalid, skip_evidence : bool, default False
-        As in :func:`capbench_nb.load_run`, for runs given as paths.
 
     Returns
     -------
@@ -562,11 +563,11 @@ def board(runs: Sequence[Run | str | os.PathLike], *, metric: str = "pass@1", al
     ValueError
         Fewer than 2 runs, an option out of range, or ``selected@k`` as the metric while some run has
         none (one sentence).
-    InvalidRunError
-        A run directory that is not a valid run.
+    TypeError
+        Something else than a loaded Run among ``runs``.
     """
     check_board_options(metric=metric, alpha=alpha, seed=seed, resamples=resamples, runs=len(runs))
-    loaded = _load(runs, allow_invalid, skip_evidence)
+    loaded = _loaded(runs)
     check_board_metric(loaded, metric)
     with shared_preparation():  # one preparation per run for every number below
         common, left_out, k = common_ground(loaded)

@@ -92,14 +92,11 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb._version import __version__
-from capbench_nb.io.pointer import EvidenceError
 from capbench_nb.metrics.prepare import as_bool, counted_attempts, prefix_outcomes
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import mcnemar_exact, paired_difference_interval
-from capbench_nb.records.evidence import EvidenceResolver
-from capbench_nb.records.outcome import judge_enabled
 from capbench_nb.records.run import MANIFEST, RESULTS, Run
-from capbench_nb.format import ATTEMPT, SELECTION
+from capbench_nb.format import SELECTION
 
 __all__ = [
     "COMPARISON_SCHEMA_VERSION",
@@ -195,40 +192,6 @@ def _evaluated_tasks(run: Run) -> set:
     """Tasks with at least one eligible (hence evaluated) counted attempt."""
     a = counted_attempts(run.records, plan=run.plan)
     return set(a["task_id"].astype(object).to_numpy()[as_bool(a["agent_eligible"])])
-
-
-def _evaluation_contracts(run: Run, tasks: list[str]) -> dict[str, tuple[tuple[str, ...], bool]]:
-    """Per task: (sorted hard-assertion names, judge enabled) from its first evaluated attempt's attempt.json.
-
-    Tasks without an eligible attempt that has a readable ``attempt.json#/evaluation`` are absent.
-    """
-    a = counted_attempts(run.records, plan=run.plan)
-    eligible = as_bool(a["agent_eligible"])
-    frame = pd.DataFrame({
-        "task_id": a["task_id"].astype(object).to_numpy(),
-        "attempt": a["attempt"].to_numpy(dtype="int64"),
-        "artifact_dir": a["artifact_dir"].astype(object).to_numpy(),
-    })[eligible]
-    frame = frame[frame["artifact_dir"].notna() & frame["task_id"].isin(set(tasks))]
-    frame = frame.sort_values(["task_id", "attempt"], kind="stable")
-    resolver = EvidenceResolver(run.path)
-    judge_default = run.judge
-    out: dict[str, tuple[tuple[str, ...], bool]] = {}
-    for task_id, artifact_dir in zip(frame["task_id"], frame["artifact_dir"]):
-        if task_id in out:
-            continue
-        try:
-            evaluation = resolver.resolve(artifact_dir, f"{ATTEMPT}#/evaluation")
-        except EvidenceError:
-            continue
-        if not isinstance(evaluation, dict):
-            continue
-        hard = evaluation.get("hard_assertions") or []
-        if not isinstance(hard, list):
-            continue
-        names = tuple(sorted(str(item.get("name")) if isinstance(item, dict) else str(item) for item in hard))
-        out[task_id] = (names, bool(judge_enabled(evaluation, judge_default)))
-    return out
 
 
 def _warning(code: str, message: str, **details: Any) -> dict:
@@ -333,8 +296,8 @@ def _compatibility(run_a: Run, run_b: Run) -> tuple[list[dict], list[dict]]:
     config_a, config_b = _config(run_a), _config(run_b)
     evaluated_a, evaluated_b = _evaluated_tasks(run_a), _evaluated_tasks(run_b)
     evaluated = [t for t in common if t in evaluated_a and t in evaluated_b]
-    contracts_a = _evaluation_contracts(run_a, evaluated)
-    contracts_b = _evaluation_contracts(run_b, evaluated)
+    contracts_a = run_a.evaluation_contracts(evaluated)
+    contracts_b = run_b.evaluation_contracts(evaluated)
     both_known = [t for t in evaluated if t in contracts_a and t in contracts_b]
     judge_differs = [t for t in both_known if contracts_a[t][1] != contracts_b[t][1]]
     hard_differs = [t for t in both_known if contracts_a[t][0] != contracts_b[t][0]]

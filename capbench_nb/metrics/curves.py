@@ -7,11 +7,11 @@ import math
 import pandas as pd
 
 from capbench_nb.metrics.inputs import metric_inputs
-from capbench_nb.metrics.prepare import prepare
+from capbench_nb.metrics.prepare import Prepared, prepare
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.records.run import Run
 
-__all__ = ["prefix_curve", "prefix_rates", "unbiased_curve", "eligible_counts"]
+__all__ = ["prefix_curve", "prefix_rates", "unbiased_curve", "eligible_counts", "prefix_rates_of", "unbiased_curve_of"]
 
 
 def prefix_curve(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k: int | None = None,
@@ -40,7 +40,12 @@ def prefix_rates(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = No
                  confidence: float = 0.95) -> list[tuple[int, Rate, Rate]]:
     """``[(j, pass@j, pass^j)]`` for j = 1..k: the values of :func:`prefix_curve`, as :class:`Rate` objects."""
     attempts, plan, k = metric_inputs(attempts, plan, k, function="prefix_rates", needs_k=True)
-    p = prepare(attempts, plan)
+    return prefix_rates_of(prepare(attempts, plan), k, confidence=confidence)
+
+
+def prefix_rates_of(p: Prepared, k: int, *, confidence: float = 0.95) -> list[tuple[int, Rate, Rate]]:
+    """:func:`prefix_rates` of an already prepared run."""
+    plan = p.plan
     counts = None if p.prefixes(k) else p.all_pass_counts(k)
     if counts is not None:  # many tasks times a large k: no prefix table per j
         n, at, hat = counts
@@ -57,7 +62,11 @@ def prefix_rates(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = No
 
 def eligible_counts(attempts: pd.DataFrame, plan: pd.DataFrame) -> pd.DataFrame:
     """Per planned task with at least one eligible attempt: n eligible attempts and c successes."""
-    n, c = prepare(attempts, plan).eligible_counts()
+    return _eligible_counts_of(prepare(attempts, plan))
+
+
+def _eligible_counts_of(p: Prepared) -> pd.DataFrame:
+    n, c = p.eligible_counts()
     some = n > 0
     return pd.DataFrame({"n": n[some], "c": c[some]})
 
@@ -95,7 +104,12 @@ def unbiased_curve(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = 
         Empty when no task has an eligible attempt.
     """
     attempts, plan, _ = metric_inputs(attempts, plan, function="unbiased_curve")
-    counts = eligible_counts(attempts, plan)
+    return unbiased_curve_of(prepare(attempts, plan), max_j=max_j)
+
+
+def unbiased_curve_of(p: Prepared, *, max_j: int | None = None) -> pd.DataFrame:
+    """:func:`unbiased_curve` of an already prepared run."""
+    counts = _eligible_counts_of(p)
     columns = ["j", "pass@j", "pass^j", "tasks"]
     if counts.empty:
         return pd.DataFrame(columns=columns)

@@ -10,15 +10,15 @@ import pandas as pd
 
 from capbench_nb._version import __version__
 from capbench_nb.records.run import MANIFEST, RESULTS, Run
-from capbench_nb.metrics.curves import prefix_rates, unbiased_curve
+from capbench_nb.metrics.curves import prefix_rates_of, unbiased_curve_of
 from capbench_nb.suite.check import lock_document
 from capbench_nb.metrics.health import QUARANTINE_THRESHOLD, check_quarantine_threshold, health_document
-from capbench_nb.metrics.prepare import counted_attempts, prepare, shared_preparation
-from capbench_nb.metrics.rates import attempt_counts, per_task
-from capbench_nb.metrics.registry import METRICS
+from capbench_nb.metrics.prepare import Prepared
+from capbench_nb.metrics.rates import attempt_counts_of, per_task_of
+from capbench_nb.metrics.registry import HEADLINE
 from capbench_nb.metrics.selection import selection_document
 from capbench_nb.metrics.slices import slices_document
-from capbench_nb.metrics.telemetry import telemetry_aggregates
+from capbench_nb.metrics.telemetry import telemetry_aggregates_of
 from capbench_nb.format import ANOMALY_KINDS, METRICS_SCHEMA_VERSION, SELECTION, SELECTION_ANOMALIES
 
 __all__ = ["compute_metrics"]
@@ -99,12 +99,12 @@ def _anomaly_entries(anomalies: pd.DataFrame) -> list[dict]:
     return out
 
 
-def _curves(attempts, plan, k: int) -> dict:
+def _curves(p: Prepared, k: int) -> dict:
     points = []
-    for j, at, hat in prefix_rates(attempts, plan=plan, k=k):
+    for j, at, hat in prefix_rates_of(p, k):
         points.append({"j": int(j), "pass@j": {f: _scalar(v) for f, v in at.to_dict().items()},
                        "pass^j": {f: _scalar(v) for f, v in hat.to_dict().items()}})
-    unbiased = unbiased_curve(attempts, plan=plan)
+    unbiased = unbiased_curve_of(p)
     return {
         "planned_prefix": points,
         "unbiased": {
@@ -134,15 +134,15 @@ def compute_metrics(run: Run, *, slices: tuple[str, ...] | list[str] = (),
     """
     health = {"quarantine_threshold": check_quarantine_threshold(quarantine_threshold),
               "clusters": list(dict.fromkeys(clusters))}
-    with shared_preparation():  # one pass of preparation for every metric below
-        return _document(run, slices, health)
+    # One preparation of the run (counted rows, plan positions, prefix counts) for every number
+    # below: each metric gets this Prepared instead of going back through its public entry point.
+    return _document(run, Prepared(run.records, run.plan), slices, health)
 
 
-def _document(run: Run, slices, health: dict) -> dict:
+def _document(run: Run, p: Prepared, slices, health: dict) -> dict:
     plan, k = run.plan, run.k
-    attempts = counted_attempts(run.records, plan=plan)
-    observed = int((prepare(attempts, plan).count() > 0).sum())
-    metrics = {name: fn(attempts, plan, k).to_dict() for name, fn in METRICS.items()}
+    observed = int((p.count() > 0).sum())
+    metrics = {m.name: m.of(p, k).to_dict() for m in HEADLINE}
     suite = run.manifest.get("suite")
     counts = run.anomalies["kind"].value_counts()
     lock = lock_document(run)
@@ -154,18 +154,18 @@ def _document(run: Run, slices, health: dict) -> dict:
         "judge": run.judge,
         "k": int(k),
         "tasks": {"planned": int(len(plan)), "observed": observed},
-        "attempts": attempt_counts(attempts, plan=plan),
+        "attempts": attempt_counts_of(p),
         "metrics": metrics,
-        "telemetry": telemetry_aggregates(attempts, plan=plan),
-        "per_task": _per_task_entries(per_task(attempts, plan=plan, k=k)),
+        "telemetry": telemetry_aggregates_of(p),
+        "per_task": _per_task_entries(per_task_of(p, k)),
         "anomalies": _anomaly_entries(run.anomalies),
         # invalid_selection_line only when there is a selection file: a run without one keeps its bytes
         "anomaly_counts": {kind: int(counts.get(kind, 0)) for kind in ANOMALY_KINDS
                            if run.selection is not None or kind not in SELECTION_ANOMALIES},
-        "curves": _curves(attempts, plan, k),
-        "slices": slices_document(run, slices),
-        "health": health_document(run, **health),
-        **({"selection": selection_document(run)} if run.selection is not None else {}),  # spec section 9
+        "curves": _curves(p, k),
+        "slices": slices_document(run, slices, prepared=p),
+        "health": health_document(run, **health, prepared=p),
+        **({"selection": selection_document(run, prepared=p)} if run.selection is not None else {}),  # spec 9
         **({"lock": lock} if lock is not None else {}),  # spec section 12: only a run that names a lock
         "provenance": {
             "toolkit": "capbench-nb",

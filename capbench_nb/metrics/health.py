@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.metrics.inputs import metric_inputs
-from capbench_nb.metrics.prepare import Prepared, counted_attempts, k_eligible_mask, prepare
+from capbench_nb.metrics.prepare import Prepared, k_eligible_mask, prepare
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.slices import slice_values
 from capbench_nb.metrics.stats import t_interval
@@ -56,6 +56,10 @@ __all__ = [
     "APPROXIMATE_GROUPS",
     "APPROXIMATE_TASKS_PER_GROUP",
     "health_document",
+    "task_health_of",
+    "inconsistent_share_of",
+    "mean_quality_score_of",
+    "all_attempts_pass_rate_of",
 ]
 
 #: The consistency of a k-eligible task over attempts 1..k, in document order.
@@ -209,8 +213,13 @@ def task_health(data: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k
         :data:`CONSISTENCY`, null when the task is not k-eligible) and ``quarantine`` (bool).
     """
     attempts, plan, k = metric_inputs(data, plan, k, function="task_health", needs_k=True)
+    return task_health_of(prepare(attempts, plan), k, quarantine_threshold=quarantine_threshold)
+
+
+def task_health_of(p: Prepared, k: int, *, quarantine_threshold: float = QUARANTINE_THRESHOLD) -> pd.DataFrame:
+    """:func:`task_health` of an already prepared run."""
     threshold = check_quarantine_threshold(quarantine_threshold)
-    p = prepare(attempts, plan)
+    plan = p.plan
     counted = p.count()
     classes = _class_counts(p)
     suite = sum(classes[c] for c in SUITE_CLASSES)
@@ -242,8 +251,13 @@ def inconsistent_share(data: Run | pd.DataFrame, *, plan: pd.DataFrame | None = 
         Named ``inconsistent_share``.
     """
     attempts, plan, k = metric_inputs(data, plan, k, function="inconsistent_share", needs_k=True)
-    codes = _consistency_codes(prepare(attempts, plan), int(k))
-    return Rate.of(int((codes == 2).sum()), int((codes >= 0).sum()), len(plan), confidence,
+    return inconsistent_share_of(prepare(attempts, plan), k, confidence=confidence)
+
+
+def inconsistent_share_of(p: Prepared, k: int, *, confidence: float = 0.95) -> Rate:
+    """:func:`inconsistent_share` of an already prepared run."""
+    codes = _consistency_codes(p, int(k))
+    return Rate.of(int((codes == 2).sum()), int((codes >= 0).sum()), p.n_tasks, confidence,
                    metric="inconsistent_share")
 
 
@@ -295,7 +309,12 @@ def mean_quality_score(data: Run | pd.DataFrame, *, plan: pd.DataFrame | None = 
         Named ``mean_quality_score``.
     """
     attempts, plan, _ = metric_inputs(data, plan, function="mean_quality_score")
-    return _over_tasks(_task_quality(prepare(attempts, plan)), "mean_quality_score")
+    return mean_quality_score_of(prepare(attempts, plan))
+
+
+def mean_quality_score_of(p: Prepared) -> TaskMean:
+    """:func:`mean_quality_score` of an already prepared run."""
+    return _over_tasks(_task_quality(p), "mean_quality_score")
 
 
 def _task_pass_shares(p: Prepared) -> np.ndarray:
@@ -323,7 +342,12 @@ def all_attempts_pass_rate(data: Run | pd.DataFrame, *, plan: pd.DataFrame | Non
         Named ``all_attempts_pass_rate``.
     """
     attempts, plan, _ = metric_inputs(data, plan, function="all_attempts_pass_rate")
-    return _over_tasks(_task_pass_shares(prepare(attempts, plan)), "all_attempts_pass_rate")
+    return all_attempts_pass_rate_of(prepare(attempts, plan))
+
+
+def all_attempts_pass_rate_of(p: Prepared) -> TaskMean:
+    """:func:`all_attempts_pass_rate` of an already prepared run."""
+    return _over_tasks(_task_pass_shares(p), "all_attempts_pass_rate")
 
 
 def clustered_mean_se(values, groups) -> tuple[np.ndarray | float, int]:
@@ -461,7 +485,7 @@ def clustered_caveat(value: float | None, error: ClusteredError, tasks: int) -> 
 
 
 def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESHOLD,
-                    clusters: Iterable[str] = ()) -> dict:
+                    clusters: Iterable[str] = (), prepared: Prepared | None = None) -> dict:
     """The ``health`` object of metrics.json (spec section 11).
 
     Keys: ``consistency`` (``stable_pass``, ``stable_fail``, ``inconsistent`` and
@@ -472,14 +496,17 @@ def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESH
     ``clustered``: {dimension: {se, groups, df, ci_low, ci_high}} for each of ``clusters``, in the order given,
     and with at least one dimension ``clustered_approximate``: {dimension: :func:`clustered_caveat`}}.
 
+    ``prepared`` is the run's :class:`Prepared` when the caller has made it (one preparation for the
+    whole document); else it is made here.
+
     Raises
     ------
     UnknownSliceError
         A cluster dimension the run does not have.
     """
     plan, k = run.plan, run.k
-    attempts = counted_attempts(run.records, plan=plan)
-    table = task_health(attempts, plan=plan, k=k, quarantine_threshold=quarantine_threshold)
+    p = prepare(run.records, plan) if prepared is None else prepared
+    table = task_health_of(p, k, quarantine_threshold=quarantine_threshold)
     ids = plan["task_id"].astype(object).tolist()
     words = table["consistency"].astype(object).where(table["consistency"].notna(), None).tolist()
     flags = table["quarantine"].tolist()
@@ -487,9 +514,9 @@ def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESH
                  "consistency": w, "quarantine": q}
                 for t, n, e, v, s, u, w, q in zip(ids, *(table[c].tolist() for c in ("counted", *INELIGIBLE_KEYS)),
                                                   words, flags)]
-    share = inconsistent_share(attempts, plan=plan, k=k)
-    rate = all_attempts_pass_rate(attempts, plan=plan).to_dict()
-    shares = _task_pass_shares(prepare(attempts, plan))
+    share = inconsistent_share_of(p, k)
+    rate = all_attempts_pass_rate_of(p).to_dict()
+    shares = _task_pass_shares(p)
     errors = {dim: _clustered(shares, slice_values(run, dim).tolist(), rate["value"]) for dim in dict.fromkeys(clusters)}
     rate["clustered"] = {dim: e.to_dict() for dim, e in errors.items()}
     if errors:  # only with --cluster: a run without one keeps its bytes
@@ -501,6 +528,6 @@ def health_document(run: Run, *, quarantine_threshold: float = QUARANTINE_THRESH
         "quarantine_threshold": check_quarantine_threshold(quarantine_threshold),
         "quarantine": [t for t, q in zip(ids, flags) if q],
         "per_task": per_task,
-        "mean_quality_score": mean_quality_score(attempts, plan=plan).to_dict(),
+        "mean_quality_score": mean_quality_score_of(p).to_dict(),
         "all_attempts_pass_rate": rate,
     }

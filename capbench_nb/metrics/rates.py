@@ -20,7 +20,7 @@ import pandas as pd
 
 from capbench_nb.format import CLASS_KEYS
 from capbench_nb.metrics.inputs import metric_inputs
-from capbench_nb.metrics.prepare import prepare
+from capbench_nb.metrics.prepare import Prepared, prepare
 from capbench_nb.metrics.stats import wilson_interval, wilson_interval_array
 from capbench_nb.records.run import Run
 from capbench_nb.records.views import escape_text
@@ -34,6 +34,10 @@ __all__ = [
     "oracle_best_score_at_k",
     "per_task",
     "attempt_counts",
+    "pass_rate_of",
+    "oracle_best_score_of",
+    "per_task_of",
+    "attempt_counts_of",
 ]
 
 
@@ -167,9 +171,11 @@ class ScoreMean:
         return f"<span class=\"capbench-score\">{name}{_fraction(self.value)} &middot; mean over {self.n} tasks</span>"
 
 
-def _pass_rate(attempts: pd.DataFrame, plan: pd.DataFrame, k: int, confidence: float, *, every: bool) -> Rate:
-    n, at, hat = prepare(attempts, plan).pass_counts(k)
-    return Rate.of(hat if every else at, n, len(plan), confidence, metric=f"pass^{k}" if every else f"pass@{k}")
+def pass_rate_of(p: Prepared, k: int, *, every: bool, confidence: float = 0.95) -> Rate:
+    """pass@k (``every`` False) or pass^k (``every`` True) of an already prepared run: the kernel of
+    :func:`pass_at_k` and :func:`pass_hat_k`, for a caller that prepared once (``compute_metrics``)."""
+    n, at, hat = p.pass_counts(k)
+    return Rate.of(hat if every else at, n, p.n_tasks, confidence, metric=f"pass^{k}" if every else f"pass@{k}")
 
 
 def pass_at_1(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, confidence: float = 0.95) -> Rate:
@@ -239,7 +245,7 @@ def pass_at_k(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None,
     Rate
     """
     attempts, plan, k = metric_inputs(attempts, plan, k, function="pass_at_k", needs_k=True)
-    return _pass_rate(attempts, plan, k, confidence, every=False)
+    return pass_rate_of(prepare(attempts, plan), k, every=False, confidence=confidence)
 
 
 def pass_hat_k(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k: int | None = None,
@@ -269,7 +275,7 @@ def pass_hat_k(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None
     Rate
     """
     attempts, plan, k = metric_inputs(attempts, plan, k, function="pass_hat_k", needs_k=True)
-    return _pass_rate(attempts, plan, k, confidence, every=True)
+    return pass_rate_of(prepare(attempts, plan), k, every=True, confidence=confidence)
 
 
 def oracle_best_score_at_k(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None,
@@ -288,7 +294,11 @@ def oracle_best_score_at_k(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame |
         ``value`` None when no k-eligible task has a score.
     """
     attempts, plan, k = metric_inputs(attempts, plan, k, function="oracle_best_score_at_k", needs_k=True)
-    p = prepare(attempts, plan)
+    return oracle_best_score_of(prepare(attempts, plan), k)
+
+
+def oracle_best_score_of(p: Prepared, k: int) -> ScoreMean:
+    """:func:`oracle_best_score_at_k` of an already prepared run."""
     best = p.oracle(k)[p.k_eligible(k)]
     best = best[~np.isnan(best)]
     n = len(best)
@@ -323,7 +333,12 @@ def per_task(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, 
         Over the task's eligible attempts (non-null values).
     """
     attempts, plan, k = metric_inputs(attempts, plan, k, function="per_task", needs_k=True)
-    p = prepare(attempts, plan)
+    return per_task_of(prepare(attempts, plan), k, confidence=confidence)
+
+
+def per_task_of(p: Prepared, k: int, *, confidence: float = 0.95) -> pd.DataFrame:
+    """:func:`per_task` of an already prepared run."""
+    plan = p.plan
     a, pos, num, eligible, success = p.counted, p.pos, p.attempt, p.eligible, p.success
     tasks = pd.RangeIndex(p.n_tasks)
     never = np.iinfo("int64").max
@@ -390,7 +405,11 @@ def attempt_counts(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = 
         is always present.
     """
     attempts, plan, _ = metric_inputs(attempts, plan, function="attempt_counts")
-    p = prepare(attempts, plan)
+    return attempt_counts_of(prepare(attempts, plan))
+
+
+def attempt_counts_of(p: Prepared) -> dict:
+    """:func:`attempt_counts` of an already prepared run."""
     a, success = p.counted, p.success
     column = a["failure_class"]
     by_class = {"success": int(success.sum())}

@@ -1,7 +1,9 @@
 """The metric registry: every metric of a run by name, with the properties it is known to have.
 
-Each entry is a :class:`Metric`: a function of ``(attempts, plan, k)`` that
-returns a :class:`~capbench_nb.metrics.rates.Rate`, a
+Each entry is a :class:`Metric`: a function of ``(prepared, k)`` (a
+:class:`~capbench_nb.metrics.prepare.Prepared`, so that a caller computing many
+metrics prepares once; calling the entry with ``(attempts, plan, k)`` prepares
+for it) that returns a :class:`~capbench_nb.metrics.rates.Rate`, a
 :class:`~capbench_nb.metrics.rates.ScoreMean`, a
 :class:`~capbench_nb.metrics.health.TaskMean`, or a list of them (one per j of
 a curve), and a set of property tags from :data:`TAGS`.  The tags are claims
@@ -27,9 +29,12 @@ from typing import Callable
 
 import pandas as pd
 
-from capbench_nb.metrics.curves import prefix_rates, unbiased_curve
-from capbench_nb.metrics.health import TaskMean, all_attempts_pass_rate, inconsistent_share, mean_quality_score
-from capbench_nb.metrics.rates import Rate, ScoreMean, oracle_best_score_at_k, pass_at_1, pass_at_k, pass_hat_k
+from capbench_nb.metrics.curves import prefix_rates_of, unbiased_curve_of
+from capbench_nb.metrics.health import (
+    TaskMean, all_attempts_pass_rate_of, inconsistent_share_of, mean_quality_score_of,
+)
+from capbench_nb.metrics.prepare import Prepared, prepare
+from capbench_nb.metrics.rates import Rate, ScoreMean, oracle_best_score_of, pass_rate_of
 
 __all__ = ["TAGS", "KINDS", "Metric", "REGISTRY", "METRICS", "HEADLINE", "register", "metrics_with", "headline_rates"]
 
@@ -65,7 +70,7 @@ class Metric:
     name : str
         Its name (``pass@1``, ``pass^j``, ...).
     function : callable
-        ``function(attempts, plan, k)`` returns a Rate, a ScoreMean, a TaskMean or a list of them.
+        ``function(prepared, k)`` returns a Rate, a ScoreMean, a TaskMean or a list of them.
     tags : frozenset of str
         Properties from :data:`TAGS`.
     headline : bool
@@ -83,7 +88,7 @@ class Metric:
     """
 
     name: str
-    function: Callable[[pd.DataFrame, pd.DataFrame, int], Result]
+    function: Callable[[Prepared, int], Result]
     tags: frozenset = field(default_factory=frozenset)
     headline: bool = False
     rank: int | None = None
@@ -93,7 +98,12 @@ class Metric:
     path: tuple = ()
 
     def __call__(self, attempts: pd.DataFrame, plan: pd.DataFrame, k: int) -> Result:
-        return self.function(attempts, plan, k)
+        """The metric of (attempts, plan) at k, prepared here."""
+        return self.function(prepare(attempts, plan), k)
+
+    def of(self, prepared: Prepared, k: int) -> Result:
+        """The metric of an already prepared run (one preparation shared by every metric)."""
+        return self.function(prepared, k)
 
     def display(self, k: int | None) -> str:
         """The label with the run's k written in: ``pass@k (k = 3)``."""
@@ -115,7 +125,7 @@ REGISTRY: dict[str, Metric] = {}
 
 def register(name: str, function: Callable, *, tags, path, description: str, kind: str = "rate",
              label: str | None = None, headline: bool = False, rank: int | None = None) -> Metric:
-    """Register a metric under ``name`` with its property ``tags`` (at least one, each from :data:`TAGS`),
+    """Register ``function(prepared, k)`` under ``name`` with its property ``tags`` (at least one, from :data:`TAGS`),
     its document ``path``, ``description``, format ``kind`` (from :data:`KINDS`) and display ``label``
     (default: the name).
 
@@ -150,9 +160,9 @@ def metrics_with(tag: str) -> list[Metric]:
     return [m for m in REGISTRY.values() if tag in m.tags]
 
 
-def _unbiased(column: str) -> Callable[[pd.DataFrame, pd.DataFrame, int], list]:
-    def points(attempts: pd.DataFrame, plan: pd.DataFrame, k: int) -> list:
-        curve = unbiased_curve(attempts, plan=plan)
+def _unbiased(column: str) -> Callable[[Prepared, int], list]:
+    def points(p: Prepared, k: int) -> list:
+        curve = unbiased_curve_of(p)
         return [ScoreMean(value=float(v), n=int(n)) for v, n in zip(curve[column], curve["tasks"])]
 
     points.__doc__ = f"The unbiased {column} curve as one ScoreMean per j."
@@ -163,24 +173,24 @@ _RATE = ("order_invariant", "counted_only", "ineligible_is_missing", "null_on_em
 
 _SCORE = ("order_invariant", "counted_only", "ineligible_is_missing", "null_on_empty")
 
-register("pass@1", lambda attempts, plan, k: pass_at_1(attempts, plan=plan),
+register("pass@1", lambda p, k: pass_rate_of(p, 1, every=False),
          tags=_RATE + ("ordered_family",), headline=True, rank=1, path=("metrics", "pass@1"),
          description="share of tasks whose first attempt succeeded")
-register("pass@k", lambda attempts, plan, k: pass_at_k(attempts, plan=plan, k=k),
+register("pass@k", lambda p, k: pass_rate_of(p, k, every=False),
          tags=_RATE + ("ordered_family",), headline=True, rank=2, path=("metrics", "pass@k"),
          label="pass@k (k = {k})", description="share of k-eligible tasks with a success among attempts 1..k")
-register("pass^k", lambda attempts, plan, k: pass_hat_k(attempts, plan=plan, k=k),
+register("pass^k", lambda p, k: pass_rate_of(p, k, every=True),
          tags=_RATE + ("ordered_family",), headline=True, rank=0, path=("metrics", "pass^k"),
          label="pass^k (k = {k})", description="share of k-eligible tasks whose attempts 1..k all succeeded")
-register("oracle_best_score@k", lambda attempts, plan, k: oracle_best_score_at_k(attempts, plan=plan, k=k),
+register("oracle_best_score@k", lambda p, k: oracle_best_score_of(p, k),
          tags=_SCORE, headline=True, kind="score", path=("metrics", "oracle_best_score@k"),
          label="oracle_best_score@k (diagnostic)",
          description="mean best quality score among attempts 1..k of the k-eligible tasks; an upper bound, "
                      "not a best-of-k system")
-register("pass@j", lambda attempts, plan, k: [at for _, at, _ in prefix_rates(attempts, plan=plan, k=k)], tags=_RATE,
+register("pass@j", lambda p, k: [at for _, at, _ in prefix_rates_of(p, k)], tags=_RATE,
          path=("curves", "planned_prefix"), label="pass@j (planned prefix)",
          description="pass@j for j = 1..k over the tasks whose attempts 1..j are all present and eligible")
-register("pass^j", lambda attempts, plan, k: [hat for _, _, hat in prefix_rates(attempts, plan=plan, k=k)], tags=_RATE,
+register("pass^j", lambda p, k: [hat for _, _, hat in prefix_rates_of(p, k)], tags=_RATE,
          path=("curves", "planned_prefix"), label="pass^j (planned prefix)",
          description="pass^j for j = 1..k over the tasks whose attempts 1..j are all present and eligible")
 register("unbiased pass@j", _unbiased("pass@j"), tags=_SCORE, path=("curves", "unbiased", "points"),
@@ -188,18 +198,19 @@ register("unbiased pass@j", _unbiased("pass@j"), tags=_SCORE, path=("curves", "u
 register("unbiased pass^j", _unbiased("pass^j"), tags=_SCORE, path=("curves", "unbiased", "points"),
          label="pass^j (unbiased)", description="unbiased pass^j over all eligible attempts (Yao et al. 2024)")
 # Task health (spec section 11): metrics.json's ``health`` block.
-register("inconsistent_share", lambda attempts, plan, k: inconsistent_share(attempts, plan=plan, k=k), tags=_RATE,
+register("inconsistent_share", lambda p, k: inconsistent_share_of(p, k), tags=_RATE,
          path=("health", "consistency", "inconsistent_share"), label="inconsistent share",
          description="share of k-eligible tasks with both a success and a failure among attempts 1..k")
-register("mean_quality_score", lambda attempts, plan, k: mean_quality_score(attempts, plan=plan), tags=_SCORE,
+register("mean_quality_score", lambda p, k: mean_quality_score_of(p), tags=_SCORE,
          kind="score", path=("health", "mean_quality_score"), label="mean quality score",
          description="mean over tasks of the task's mean quality score over its eligible attempts")
-register("all_attempts_pass_rate", lambda attempts, plan, k: all_attempts_pass_rate(attempts, plan=plan),
+register("all_attempts_pass_rate", lambda p, k: all_attempts_pass_rate_of(p),
          tags=_SCORE, path=("health", "all_attempts_pass_rate"), label="all-attempts pass rate",
          description="mean over tasks of the task's share of successful eligible attempts")
 
-#: The headline metrics (the ``metrics`` object of metrics.json, in this order): name to function of (attempts, plan, k).
-METRICS = {m.name: m.function for m in REGISTRY.values() if m.headline}
+#: The headline metrics (the ``metrics`` object of metrics.json, in this order): name to the entry,
+#: callable with (attempts, plan, k).
+METRICS = {m.name: m for m in REGISTRY.values() if m.headline}
 
 #: The headline metrics as registry entries, in document order.
 HEADLINE: tuple[Metric, ...] = tuple(m for m in REGISTRY.values() if m.headline)

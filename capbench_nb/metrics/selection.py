@@ -37,13 +37,13 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.metrics.inputs import metric_inputs
-from capbench_nb.metrics.prepare import prepare
+from capbench_nb.metrics.prepare import Prepared, prepare
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.stats import mcnemar_exact
 from capbench_nb.metrics.telemetry import telemetry_aggregate
 from capbench_nb.records.run import Run
 
-__all__ = ["SelectionMetrics", "selection_metrics", "selection_document", "top_of_j_curve", "RATE_NAMES",
+__all__ = ["SelectionMetrics", "selection_metrics", "selection_metrics_of", "selection_document", "top_of_j_curve", "RATE_NAMES",
            "COST_NAMES", "SINGLE_ATTEMPT_NAMES"]
 
 #: The rates of the ``selection`` block, in document order.
@@ -262,7 +262,6 @@ def _line_values(lines: pd.DataFrame) -> list[dict]:
     return out
 
 
-# long function: one pass over the selection lines gathers every per-task quantity of section 9
 def selection_metrics(data: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, k: int | None = None,
                       selection: pd.DataFrame | None = None, selector: dict | None = None,
                       confidence: float = 0.95) -> SelectionMetrics:
@@ -301,8 +300,15 @@ def selection_metrics(data: Run | pd.DataFrame, *, plan: pd.DataFrame | None = N
     attempts, plan, k = metric_inputs(data, plan, k, function="selection_metrics", needs_k=True)
     if selection is None:
         raise TypeError("selection_metrics(attempts, ...) needs selection= (the checked selection lines)")
-    k = int(k)
-    p = prepare(attempts, plan)
+    return selection_metrics_of(prepare(attempts, plan), k, selection=selection, selector=selector,
+                                confidence=confidence)
+
+
+# long function: one pass over the selection lines gathers every per-task quantity of section 9
+def selection_metrics_of(p: Prepared, k: int, *, selection: pd.DataFrame, selector: dict | None = None,
+                         confidence: float = 0.95) -> SelectionMetrics:
+    """:func:`selection_metrics` of an already prepared run, with its checked selection lines."""
+    k, plan = int(k), p.plan
     k_eligible = p.k_eligible(k)
     where = {t: i for i, t in enumerate(plan["task_id"].astype(object))}
     lines = sorted(_line_values(selection), key=lambda r: where[r["task_id"]])
@@ -365,9 +371,12 @@ def selection_metrics(data: Run | pd.DataFrame, *, plan: pd.DataFrame | None = N
     )
 
 
-def selection_document(run: Run) -> dict | None:
+def selection_document(run: Run, *, prepared: Prepared | None = None) -> dict | None:
     """metrics.json's ``selection`` block of ``run`` (:meth:`SelectionMetrics.to_dict`), None without
-    selection.jsonl (the key is then absent)."""
+    selection.jsonl (the key is then absent); ``prepared``: the run's :class:`Prepared`, if made."""
     if run.selection is None:
         return None
-    return selection_metrics(run).to_dict()
+    if prepared is None:
+        return selection_metrics(run).to_dict()
+    return selection_metrics_of(prepared, run.k, selection=run.selection.lines,
+                                selector=run.selection.selector).to_dict()

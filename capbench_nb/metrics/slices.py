@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.records.run import Run
-from capbench_nb.metrics.prepare import counted_attempts
-from capbench_nb.metrics.rates import attempt_counts, pass_at_1, pass_at_k, pass_hat_k
+from capbench_nb.metrics.prepare import Prepared, prepare
+from capbench_nb.metrics.rates import attempt_counts_of, pass_rate_of
 from capbench_nb.format import CLASS_KEYS
 
 __all__ = ["UnknownSliceError", "register_slice", "unregister_slice", "registered_slices", "slice_values", "metrics_by", "SMALL_SLICE"]
@@ -44,7 +44,8 @@ class UnknownSliceError(KeyError):
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown slice dimension"
 
-_RATES = (("pass@1", None), ("pass@k", pass_at_k), ("pass^k", pass_hat_k))
+#: The slice rates: name -> (k, or None for the run's k; pass^k rather than pass@k).
+_RATES = {"pass@1": (1, False), "pass@k": (None, False), "pass^k": (None, True)}
 _RATE_FIELDS = ("value", "successes", "n", "ci_low", "ci_high", "coverage")
 
 
@@ -109,15 +110,16 @@ def _json_value(value):
     return value
 
 
-def _slice_rows(run: Run, dims: list[str], confidence: float) -> list[dict]:
+def _slice_rows(run: Run, dims: list[str], confidence: float, prepared: Prepared | None = None) -> list[dict]:
     """One dict per slice, sorted by value (missing values last): ``key`` (the values of ``dims``),
     ``tasks``, ``small``, ``rates`` (metric name -> :class:`Rate`) and ``counts`` (:func:`attempt_counts`).
 
-    The one computation behind :func:`metrics_by` and :func:`slices_document`.
+    The one computation behind :func:`metrics_by` and :func:`slices_document`; ``prepared`` is the
+    run's :class:`Prepared` if the caller made it.  Each slice is prepared once for all its numbers.
     """
     keys = pd.DataFrame({d: pd.Series([_json_value(v) for v in slice_values(run, d).astype(object)], dtype=object)
                          for d in dims})
-    attempts = counted_attempts(run.records, plan=run.plan)
+    attempts = (prepare(run.records, run.plan) if prepared is None else prepared).counted
     task_of = attempts["task_id"].astype(object)
     groups: dict[tuple, list[int]] = {}
     for position, combo in enumerate(keys.itertuples(index=False, name=None)):
@@ -130,10 +132,11 @@ def _slice_rows(run: Run, dims: list[str], confidence: float) -> list[dict]:
     for combo in sorted(groups, key=order):
         sub_plan = run.plan.iloc[groups[combo]].reset_index(drop=True)
         sub = attempts[task_of.isin(set(sub_plan["task_id"].astype(object))).to_numpy()]
-        rates = {name: pass_at_1(sub, plan=sub_plan, confidence=confidence) if fn is None
-                 else fn(sub, plan=sub_plan, k=run.k, confidence=confidence) for name, fn in _RATES}
+        p = prepare(sub, sub_plan)
+        rates = {name: pass_rate_of(p, run.k if k is None else k, every=every, confidence=confidence)
+                 for name, (k, every) in _RATES.items()}
         rows.append({"key": combo, "tasks": len(sub_plan), "small": len(sub_plan) < SMALL_SLICE,
-                     "rates": rates, "counts": attempt_counts(sub, plan=sub_plan)})
+                     "rates": rates, "counts": attempt_counts_of(p)})
     return rows
 
 
@@ -180,7 +183,7 @@ def metrics_by(run: Run, by: str | list[str], *, confidence: float = 0.95) -> pd
         ("slice", "tasks"): pd.array([r["tasks"] for r in rows], dtype="int64"),
         ("slice", "small"): pd.array([r["small"] for r in rows], dtype="bool"),
     }
-    for name, _ in _RATES:
+    for name in _RATES:
         for field in _RATE_FIELDS:
             values = [getattr(r["rates"][name], field) for r in rows]
             data[(name, field)] = pd.array(values, dtype="int64" if field in ("successes", "n") else "Float64")
@@ -193,7 +196,8 @@ def metrics_by(run: Run, by: str | list[str], *, confidence: float = 0.95) -> pd
     return table
 
 
-def slices_document(run: Run, dimensions: Iterable[str], *, confidence: float = 0.95) -> dict:
+def slices_document(run: Run, dimensions: Iterable[str], *, confidence: float = 0.95,
+                    prepared: Prepared | None = None) -> dict:
     """The ``slices`` object of metrics.json: per dimension, one entry per value.
 
     Each entry is ``{"value", "tasks", "small", "pass@1", "pass@k", "pass^k",
@@ -203,9 +207,9 @@ def slices_document(run: Run, dimensions: Iterable[str], *, confidence: float = 
     out = {}
     for dim in dimensions:
         entries = []
-        for row in _slice_rows(run, [dim], confidence):
+        for row in _slice_rows(run, [dim], confidence, prepared):
             entry = {"value": row["key"][0], "tasks": int(row["tasks"]), "small": bool(row["small"])}
-            for name, _ in _RATES:
+            for name in _RATES:
                 entry[name] = {f: _json_value(v) for f, v in row["rates"][name].to_dict().items()}
             counts = row["counts"]
             entry["attempts"] = {

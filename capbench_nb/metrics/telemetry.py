@@ -9,10 +9,10 @@ import pandas as pd
 
 from capbench_nb.format import ALL_ATTEMPTS_TELEMETRY, TELEMETRY_FIELDS
 from capbench_nb.metrics.inputs import metric_inputs
-from capbench_nb.metrics.prepare import prepare
+from capbench_nb.metrics.prepare import Prepared, prepare
 from capbench_nb.records.run import Run
 
-__all__ = ["telemetry_aggregate", "telemetry_aggregates"]
+__all__ = ["telemetry_aggregate", "telemetry_aggregates", "telemetry_aggregates_of"]
 
 
 def telemetry_aggregate(values: pd.Series) -> dict:
@@ -47,7 +47,11 @@ def telemetry_aggregates(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | N
         Field name (spec section 5 order) to :func:`telemetry_aggregate`.
     """
     attempts, plan, _ = metric_inputs(attempts, plan, function="telemetry_aggregates")
-    p = prepare(attempts, plan)
+    return telemetry_aggregates_of(prepare(attempts, plan))
+
+
+def telemetry_aggregates_of(p: Prepared) -> dict:
+    """:func:`telemetry_aggregates` of an already prepared run."""
     return {name: _aggregate(p.counted[name], None if name in ALL_ATTEMPTS_TELEMETRY else p.eligible)
             for name in TELEMETRY_FIELDS}
 

@@ -30,7 +30,7 @@ from capbench_nb.records import columnar_reader
 from capbench_nb.records.exact_reader import read_results_exact
 from capbench_nb.records.manifest import fixed_k, plan_frame, read_manifest
 from capbench_nb.records.selection import Selection, read_selection
-from capbench_nb.records.views import attempt_evidence, attempts_view, run_html, run_summary
+from capbench_nb.records.views import attempt_evidence, attempts_view, evaluation_contracts, run_html, run_summary
 
 __all__ = ["MANIFEST", "RESULTS", "Run", "load_run", "read_results", "classify_records", "sha256_file"]
 
@@ -105,6 +105,11 @@ class Run:
         adds ``line``, ``artifact_dir``, ``telemetry_source`` (a dict) and ``cost_source``.
         """
         return attempts_view(self, provenance=provenance)
+
+    def evaluation_contracts(self, tasks) -> dict[str, tuple[tuple[str, ...], bool]]:
+        """Per task of ``tasks``: (sorted hard-assertion names, judge enabled) of its first evaluated
+        attempt (:func:`capbench_nb.records.views.evaluation_contracts`)."""
+        return evaluation_contracts(self, tasks)
 
     def evidence(self, task_id: str, attempt: int) -> dict:
         """``{reference: the JSON value it points at}`` for one attempt's evidence, in record order.

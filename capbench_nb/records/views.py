@@ -17,11 +17,13 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.format import CLASS_KEYS, FAILURE_STAGES, TELEMETRY_FIELDS
+from capbench_nb.io.pointer import EvidenceError
 from capbench_nb.records.evidence import EvidenceResolver
+from capbench_nb.records.outcome import judge_enabled
 
 __all__ = ["PROVENANCE_COLUMNS", "OUTCOME_CODES", "NO_STAGE", "attempts_view", "attempt_outcomes", "outcome_codes",
-           "task_outcome_codes", "outcomes_by_stage", "eligibility_by_outcome", "attempt_evidence", "clip", "escape_text", "html_card",
-           "run_summary", "run_html"]
+           "task_outcome_codes", "outcomes_by_stage", "eligibility_by_outcome", "attempt_evidence", "clip", "escape_text",
+           "html_card", "run_summary", "run_html", "evaluation_contracts"]
 
 #: Where a record came from, not what happened: out of :func:`attempts_view` unless asked for.
 PROVENANCE_COLUMNS = ("line", "artifact_dir", "telemetry_source", "cost_source")
@@ -278,3 +280,42 @@ def attempt_evidence(run, task_id: str, attempt: int) -> dict[str, Any]:
     artifact_dir = None if pd.isna(row["artifact_dir"]) else str(row["artifact_dir"])
     resolver = EvidenceResolver(run.path)
     return {ref: resolver.resolve(artifact_dir, ref) for ref in references}
+
+
+def evaluation_contracts(run, tasks) -> dict[str, tuple[tuple[str, ...], bool]]:
+    """Per task of ``tasks``: (sorted hard-assertion names, judge enabled), the evaluation contract
+    read from the ``attempt.json#/evaluation`` of its first evaluated (eligible, counted) attempt.
+
+    The judge flag is resolved as ingest does (:func:`capbench_nb.records.outcome.judge_enabled`,
+    the run's ``config.judge`` by default).  Tasks without an eligible attempt that has a readable
+    evaluation object with a list of hard assertions are absent.  The facts the run comparison's
+    ``evaluation`` warning compares (``capbench_nb.metrics.comparison``), read here so that metrics
+    never opens an artifact.
+    """
+    a = run.attempts
+    eligible = a["agent_eligible"].to_numpy(dtype="bool", na_value=False)
+    frame = pd.DataFrame({
+        "task_id": a["task_id"].astype(object).to_numpy(),
+        "attempt": a["attempt"].to_numpy(dtype="int64"),
+        "artifact_dir": a["artifact_dir"].astype(object).to_numpy(),
+    })[eligible]
+    frame = frame[frame["artifact_dir"].notna() & frame["task_id"].isin(set(tasks))]
+    frame = frame.sort_values(["task_id", "attempt"], kind="stable")
+    resolver = EvidenceResolver(run.path)
+    judge_default = run.judge
+    out: dict[str, tuple[tuple[str, ...], bool]] = {}
+    for task_id, artifact_dir in zip(frame["task_id"], frame["artifact_dir"]):
+        if task_id in out:
+            continue
+        try:
+            evaluation = resolver.resolve(artifact_dir, "attempt.json#/evaluation")
+        except EvidenceError:
+            continue
+        if not isinstance(evaluation, dict):
+            continue
+        hard = evaluation.get("hard_assertions") or []
+        if not isinstance(hard, list):
+            continue
+        names = tuple(sorted(str(item.get("name")) if isinstance(item, dict) else str(item) for item in hard))
+        out[task_id] = (names, bool(judge_enabled(evaluation, judge_default)))
+    return out

@@ -102,7 +102,9 @@ def test_common_ground_values_and_the_document(tmp_path):
     assert doc["provenance"]["inputs"] == [a.hashes, b.hashes]
     assert doc["provenance"]["allow_invalid"] == [False, False] and doc["provenance"]["evidence_checked"] == [True, True]
     # the same runs and seed give the same bytes; paths load like runs
-    assert dumps(board([tmp_path / "a", tmp_path / "b"], resamples=50)) == dumps(doc)
+    assert dumps(cb.board([tmp_path / "a", tmp_path / "b"], resamples=50)) == dumps(doc)
+    with pytest.raises(TypeError, match="loaded runs"):  # the metrics function reads no directory
+        board([tmp_path / "a", tmp_path / "b"], resamples=50)
 
 
 def test_options_and_too_few_runs_are_refused_in_one_sentence(tmp_path):
@@ -352,7 +354,7 @@ def test_a_run_without_selected_at_k_is_null_with_its_reason(tmp_path):
 def test_a_board_without_selection_has_no_trace_of_it(tmp_path):
     """No selection file in any run: the keys and bytes a board had before selected@k existed."""
     paths = selection_board(tmp_path, "C")
-    doc = board([paths[0], paths[0]], resamples=20)
+    doc = cb.board([paths[0], paths[0]], resamples=20)
     assert "selected@k" not in dumps(doc) and "selection" not in dumps(doc)
     assert list(doc["runs"][0]) == ["run_id", "suite", "model", "k", "tasks_planned", "values", "rank",
                                     "rank_interval", "group", "cost_per_attempt", "cost_attempts", "frontier",

@@ -151,3 +151,43 @@ def test_diff_documents_reports_missing_extra_and_type_changes():
         ("/x", "0", "<absent>"),
         ("/p~1q", "None", "2"),
     }
+
+
+def _count_preparations(monkeypatch) -> list:
+    """Every Prepared made from now on, appended to the returned list (Prepared.__init__ wrapped)."""
+    from capbench_nb.metrics.prepare import Prepared
+
+    made, original = [], Prepared.__init__
+
+    def counting(self, attempts, plan):
+        made.append((len(attempts), len(plan)))
+        original(self, attempts, plan)
+
+    monkeypatch.setattr(Prepared, "__init__", counting)
+    return made
+
+
+def test_compute_metrics_prepares_the_run_once(monkeypatch, sample_doc):
+    import importlib
+
+    run = cb.load_run(SAMPLE_RUN)
+    made = _count_preparations(monkeypatch)
+    visits = []
+    for name in ("rates", "curves", "health", "telemetry", "selection", "slices", "registry", "prepare"):
+        module = importlib.import_module(f"capbench_nb.metrics.{name}")
+        if hasattr(module, "prepare"):
+            monkeypatch.setattr(module, "prepare", lambda *a, _f=module.prepare, **kw: (visits.append(1), _f(*a, **kw))[1])
+    doc = cb.compute_metrics(run, clusters=("app",))
+    assert made == [(len(run.records), len(run.plan))]  # one preparation, of the whole run
+    assert visits == []  # handed to every metric: none goes back through prepare()
+    assert doc["metrics"] == sample_doc["metrics"] and doc["per_task"] == sample_doc["per_task"]
+
+
+def test_compute_metrics_with_slices_prepares_each_slice_once(monkeypatch):
+    run = cb.load_run(SAMPLE_RUN)
+    made = _count_preparations(monkeypatch)
+    doc = cb.compute_metrics(run, slices=("app", "platform"))
+    values = len(doc["slices"]["app"]) + len(doc["slices"]["platform"])
+    assert values > 2
+    assert made[0] == (len(run.records), len(run.plan)) and len(made) == 1 + values
+    assert sorted(n for _, n in made[1:]) == sorted(e["tasks"] for dim in doc["slices"].values() for e in dim)

@@ -227,3 +227,14 @@ def test_rates_and_mcnemar_against_a_direct_count(tasks):
     assert got.rates["selection_accuracy"].n == sum(any(won) for won, _ in enter)
     assert got.mcnemar == {"b": b, "c": c, "p": binomtest(min(b, c), b + c, 0.5).pvalue if b + c else 1.0}
     assert got.abstentions == sum(s is None for _, s in enter)
+
+
+def test_compute_metrics_of_a_run_with_a_selector_prepares_once(hand, monkeypatch):
+    from capbench_nb.metrics.prepare import Prepared
+
+    run = hand
+    want = cb.compute_metrics(run)
+    made, original = [], Prepared.__init__
+    monkeypatch.setattr(Prepared, "__init__", lambda self, a, p: (made.append(1), original(self, a, p))[1])
+    assert cb.compute_metrics(run) == want and "selection" in want
+    assert len(made) == 1

@@ -147,3 +147,19 @@ def test_outcomes_by_stage_and_eligibility_by_outcome_count_by_hand(tmp_path):
     assert split.loc["unknown"].tolist() == [1, 1]
     assert split.loc["success"].tolist() == [1, 0] and split.loc["environment"].tolist() == [0, 1]
     assert int(split.to_numpy().sum()) == 5
+
+
+def test_evaluation_contracts_of_the_sample_run():
+    """The facts the run comparison's evaluation warning compares, read by records (metrics opens no artifact).
+
+    By hand from data/sample-run: clock.alarm.create's first eligible attempt's attempt.json has
+    hard assertions alarm_exists_0645 and alarm_label_gym and judge_enabled true;
+    settings.bluetooth.off has only skipped (ineligible) attempts, so no contract; a task outside
+    the ones asked for is not read.
+    """
+    run = cb.load_run(SAMPLE_RUN)
+    contracts = run.evaluation_contracts(["clock.alarm.create", "settings.bluetooth.off"])
+    assert contracts == {"clock.alarm.create": (("alarm_exists_0645", "alarm_label_gym"), True)}
+    every = run.evaluation_contracts(list(run.plan["task_id"].astype(object)))
+    assert "settings.bluetooth.off" not in every and len(every) == 11
+    assert all(names == tuple(sorted(names)) and isinstance(judge, bool) for names, judge in every.values())

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from capbench_nb.metrics.health import CONSISTENCY, INELIGIBLE_KEYS, SUITE_CLASSES
+from capbench_nb.metrics.registry import REGISTRY
 from capbench_nb.outputs.html.escaping import html_escape
-from capbench_nb.outputs.html.formatting import NA, fmt_count, fmt_interval, fmt_pct, fmt_score, is_null, plural
+from capbench_nb.outputs.html.formatting import NA, fmt_count, fmt_interval, fmt_pct, formatter, is_null, plural
 from capbench_nb.outputs.html.tables import Raw, html_table, id_cell, paragraph, show_html
 from capbench_nb.outputs.report.figures import plot_health
 from capbench_nb.outputs.summary import health_sentence
@@ -89,10 +90,12 @@ def _clustered_interval(c: Mapping, caveat: Any) -> str:
 
 def _means_table(health: Mapping) -> str:
     rows = []
-    for key, label, percent in (("all_attempts_pass_rate", "all_attempts_pass_rate (unbiased pass@1)", True),
-                                ("mean_quality_score", "mean_quality_score", False)):
-        m = health.get(key) or {}
-        value = (fmt_pct if percent else fmt_score)(m.get("value")) if not is_null(m.get("value")) else "n/a (no task)"
+    for key, label in (("all_attempts_pass_rate", "all_attempts_pass_rate (unbiased pass@1)"),
+                       ("mean_quality_score", "mean_quality_score")):
+        metric = REGISTRY[key]  # the registry says how its value is shown (kind) and where it sits (path)
+        percent = metric.kind == "rate"
+        m = metric.value_in({"health": health}) or {}
+        value = formatter(metric.kind)(m.get("value")) if not is_null(m.get("value")) else "n/a (no task)"
         rows.append([label, value, fmt_count(m.get("n")), "tasks independent", _se_text(m.get("se"), percent), NA])
         caveats = m.get("clustered_approximate") if isinstance(m.get("clustered_approximate"), Mapping) else {}
         for dim, c in (m.get("clustered") or {}).items():
