@@ -4,7 +4,8 @@
 field as its row says (type, nullability, range, vocabulary, rule ids and messages), and the
 columnar reader builds its pyarrow schema and pandas dtypes from the same rows.  ``MANIFEST``,
 ``PLAN_TASK`` and ``ARTIFACT`` state the other files' fields for ``validate_manifest``, the artifact
-type checks (``records.artifacts``) and the reference page; tests hold each to its table.
+type checks (``records.artifacts``, compiled from ``ARTIFACT`` and ``rules.ARTIFACT_RULES``: a new
+artifact key is one more row) and the reference page; tests hold each to its table.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ class Field:
         Rule id and message of a string outside ``vocabulary``.
     path_rule : str, optional
         Rule id when the value must be a relative path that stays inside the run.
+    non_empty : bool
+        A string must not be ``""`` (refused with ``type_rule`` and ``type_message``).
+    items_message : str
+        Message of an item of an array that is not of type ``items`` (rule ``type_rule``; ``where``
+        is the item's pointer); empty: ``type_message``.
+    only_if : (str, object), optional
+        ``(key, value)``: the row applies only to an object whose ``key`` is ``value`` (an artifact
+        row below ``*``).
     description : str
     """
 
@@ -85,6 +94,9 @@ class Field:
     vocabulary_rule: str = ""
     vocabulary_message: str = ""
     path_rule: str | None = None
+    non_empty: bool = False
+    items_message: str = ""
+    only_if: tuple[str, Any] | None = None
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -254,8 +266,36 @@ SELECTOR_FIELDS = (
 )
 
 
+def _artifact_message(pointer: str, json_type: str, kw: dict) -> str:
+    """The message of a value that breaks an artifact row: ``{where} must be ...``."""
+    if pointer == "":
+        return "the document must be an object"
+    null = " or null" if kw.get("nullable") else ""
+    if kw.get("vocabulary"):
+        return "{where} must be one of " + ", ".join(kw["vocabulary"])
+    if json_type in ("number", "integer") and kw.get("maximum") == MAX_SAFE_NUMBER:
+        return f"{{where}} must be a non-negative {json_type}{null}"
+    if json_type in ("number", "integer") and kw.get("maximum") is not None:
+        return f"{{where}} must be a {json_type} in [{kw['minimum']:g}, {kw['maximum']:g}]{null}"
+    if json_type == "integer" and kw.get("minimum") is not None:
+        return f"{{where}} must be an integer >= {kw['minimum']:g}{null}"
+    if json_type == "string":  # (null or not: the message never said "or null")
+        return "{where} must be a non-empty string" if kw.get("non_empty") else "{where} must be a string"
+    text = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+            "object": "an object", "array": "a list"}[json_type]
+    return f"{{where}} must be {text}{null if json_type in ('object', 'boolean') else ''}"
+
+
 def _a(file, pointer, json_type, **kw) -> Field:
-    return Field(f"{file}#{pointer}", json_type, type_rule="artifact-type", **kw)
+    """A row of :data:`ARTIFACT`: rule ``artifact-type`` (``number-too-large`` above 2**53-1)."""
+    message = _artifact_message(pointer, json_type, kw)
+    if kw.get("items"):
+        kw["items_message"] = "{where} must be " + {"object": "an object"}[kw["items"]]
+    if kw.get("maximum") == MAX_SAFE_NUMBER:
+        kw["high_message"] = "{where} is {value}, above 2**53-1, the largest exactly representable value"
+    return Field(f"{file}#{pointer}", json_type, type_rule="artifact-type", type_message=message,
+                 low_rule="artifact-type", low_message=message, vocabulary_rule="artifact-type",
+                 vocabulary_message=message, **{"high_rule": "artifact-type", "high_message": message, **kw})
 
 
 _SAFE = {"minimum": 0, "maximum": MAX_SAFE_NUMBER, "high_rule": "number-too-large"}
@@ -264,7 +304,7 @@ _SAFE = {"minimum": 0, "maximum": MAX_SAFE_NUMBER, "high_rule": "number-too-larg
 #: stands for every index of an array.  ``records.artifacts`` checks exactly these.
 ARTIFACT = (
     _a(ATTEMPT, "", "object", required=True, description="the document"),
-    _a(ATTEMPT, "/task_id", "string", required=True, description="non-empty"),
+    _a(ATTEMPT, "/task_id", "string", required=True, non_empty=True, description="non-empty"),
     _a(ATTEMPT, "/attempt", "integer", required=True, minimum=1, description=">= 1"),
     _a(ATTEMPT, "/setup", "object", nullable=True),
     _a(ATTEMPT, "/setup/status", "string", nullable=True, vocabulary=SETUP_STATUSES),
@@ -288,15 +328,21 @@ ARTIFACT = (
     _a(ATTEMPT, "/evaluation/judge/status", "string", nullable=True, vocabulary=JUDGE_STATUSES),
     _a(ATTEMPT, "/evaluation/judge/verdict", "string", nullable=True, vocabulary=JUDGE_VERDICTS),
     _a(ATTEMPT, "/evaluation/quality_score", "number", nullable=True, minimum=0, maximum=1),
+    # the runner's optional device probe before the attempt (spec section 12; derivation rule 1b)
+    _a(ATTEMPT, "/preflight", "object", nullable=True, description="the runner's device probe before the attempt"),
+    _a(ATTEMPT, "/preflight/lock", "string", nullable=True,
+       description="the digest of the lock the runner probed against"),
+    _a(ATTEMPT, "/preflight/probes", "array", nullable=True, items="object",
+       description="name, expected, observed; fails when observed != expected (JSON equality)"),
     _a(EPISODE, "", "object", required=True, description="the document"),
     _a(EPISODE, "/run_metrics", "object", nullable=True),
     *(_a(EPISODE, f"/run_metrics/{t.name}", t.json_type, nullable=True, **_SAFE)
       for t in TELEMETRY if t.source == f"{EPISODE}#/run_metrics/{t.name}"),
     _a(EPISODE, "/events", "array", nullable=True, items="object"),
     _a(EPISODE, "/events/*/type", "string", nullable=True),
-    _a(EPISODE, "/events/*/start_ms", "number", nullable=True,
+    _a(EPISODE, "/events/*/start_ms", "number", nullable=True, only_if=("type", "device_action"),
        description="of a device_action event", **_SAFE),
-    _a(EPISODE, "/events/*/end_ms", "number", nullable=True,
+    _a(EPISODE, "/events/*/end_ms", "number", nullable=True, only_if=("type", "device_action"),
        description="of a device_action event; not before start_ms", **_SAFE),
     _a(HISTORY, "", "object", required=True, description="the document"),
     _a(HISTORY, "/messages", "array", nullable=True, items="object"),

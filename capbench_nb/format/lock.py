@@ -8,7 +8,7 @@ optional ``preflight`` key of attempt.json, :data:`FINDING_KINDS` what ``suite c
 
 from __future__ import annotations
 
-from capbench_nb.format.fields import Field
+from capbench_nb.format.fields import ARTIFACT, Field
 from capbench_nb.format.limits import MAX_SAFE_NUMBER
 
 __all__ = [
@@ -113,15 +113,8 @@ LOCK_DETAIL_NAMES = 10
 #: The ``lock`` warning of compare and board names at most this many differing paths.
 LOCK_DIFF_PATHS = 5
 
-#: The optional ``preflight`` of attempt.json (spec section 12), as ``records.artifacts`` checks it.
-PREFLIGHT = (
-    Field("attempt.json#/preflight", "object", nullable=True, type_rule="artifact-type",
-          description="the runner's device probe before the attempt"),
-    Field("attempt.json#/preflight/lock", "string", nullable=True, type_rule="artifact-type",
-          description="the digest of the lock the runner probed against"),
-    Field("attempt.json#/preflight/probes", "array", nullable=True, items="object", type_rule="artifact-type",
-          description="name, expected, observed; fails when observed != expected (JSON equality)"),
-)
+#: The optional ``preflight`` of attempt.json (spec section 12): its rows of ``ARTIFACT``, which ``records.artifacts`` checks.
+PREFLIGHT = tuple(f for f in ARTIFACT if f.name.startswith("attempt.json#/preflight"))
 
 #: The pins the report shows of a lock: (label, JSON pointer), in table order.
 LOCK_PIN_ROWS = (

@@ -14,7 +14,7 @@ from capbench_nb.format.fields import (
 )
 from capbench_nb.format.lock import LOCK, PREFLIGHT
 from capbench_nb.format.limits import LIMITS, MAX_SAFE_NUMBER
-from capbench_nb.format.rules import CHECKS, INVARIANTS
+from capbench_nb.format.rules import ARTIFACT_RULES, CHECKS, INVARIANTS
 from capbench_nb.format.telemetry import TELEMETRY
 from capbench_nb.format.vocabulary import (
     ANOMALY_KINDS, FAILURE_CLASSES, FAILURE_STAGES, INELIGIBLE_CLASSES, METRICS_SCHEMA_VERSION, RUN_SCHEMA_VERSION,
@@ -128,6 +128,9 @@ def render() -> str:
     out += _table(("field", "range", "rules"), [(f"`{f.name}`", _limits(f), _rules(f)) for f in RECORD_TELEMETRY])
     out += ["## Attempt artifacts", "", "Values the derivation type-checks (`*`: every index of an array).", ""]
     out += _fields(ARTIFACT, dtypes=False)
+    out += ["Rules across the values of one object, checked after its fields:", ""]
+    out += _table(("rule", "object", "points at", "invariant", "message"),
+                  [(f"`{r.id}`", _code(r.at), _code(r.key), r.description, r.message) for r in ARTIFACT_RULES])
     out += ["## selection.jsonl: best-of-k with a selector (optional)", "",
             "One line per task the selector was run on, checked in this order; line rules as for results.jsonl."
             " An invalid line is an error, or with the allow-invalid option an `invalid_selection_line` anomaly.",

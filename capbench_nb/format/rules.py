@@ -15,11 +15,12 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from capbench_nb.format.artifact_files import EPISODE
 from capbench_nb.format.fields import CLASS_VOCABULARY
 from capbench_nb.format.lock import LOCK_CHECKS
 from capbench_nb.format.vocabulary import FAILURE_STAGES, INELIGIBLE_CLASSES
 
-__all__ = ["Facts", "Rule", "INVARIANTS", "Check", "CHECKS", "RULE_IDS", "CLASS_CODES", "STAGE_CODES",
+__all__ = ["Facts", "Rule", "INVARIANTS", "ObjectRule", "ARTIFACT_RULES", "Check", "CHECKS", "RULE_IDS", "CLASS_CODES", "STAGE_CODES",
            "INELIGIBLE_CODES", "AGENT_CODE", "facts_of"]
 
 #: Code of each ``failure_class`` value (its position in ``CLASS_VOCABULARY``) and of each stage.
@@ -83,6 +84,29 @@ INVARIANTS = (
     Rule("cost-needs-source", lambda f: f.has_cost & (f.has_cost_source ^ True),
          "cost is set but cost_source is null; cost needs a versioned price source",
          "cost non-null implies cost_source non-null"),
+)
+
+
+@dataclass(frozen=True)
+class ObjectRule(Rule):
+    """A rule across the values of one object of a file: ``broken(obj)`` is true where it does not hold.
+
+    ``at`` is the object's ``FILE#POINTER`` (``*``: every item of an array) and ``key`` the key the
+    error points at; ``message`` is a ``str.format`` template over ``where`` (the object's pointer)
+    and the object's values.  It is checked after the object's own fields (rows of the file's table).
+    """
+
+    at: str = ""
+    key: str = ""
+
+
+#: Rules across the values of an artifact object, beyond the rows of :data:`~capbench_nb.format.ARTIFACT`.
+ARTIFACT_RULES = (
+    ObjectRule("artifact-type",
+               lambda e: e.get("type") == "device_action" and e.get("start_ms") is not None
+               and e.get("end_ms") is not None and e["end_ms"] < e["start_ms"],
+               "{where} ends before it starts", "a device_action event does not end before it starts",
+               at=f"{EPISODE}#/events/*", key="end_ms"),
 )
 
 

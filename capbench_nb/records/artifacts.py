@@ -1,223 +1,208 @@
-"""The type checks of an attempt's artifact files (spec section 4), as :data:`~capbench_nb.format.ARTIFACT` states them.
+"""The type checks of an attempt's artifact files (spec section 4), driven by :data:`~capbench_nb.format.ARTIFACT`.
 
 :func:`check_attempt`, :func:`check_episode` and :func:`check_history` raise
-:class:`~capbench_nb.errors.InvalidRunError` (rule ``artifact-type``, or ``number-too-large``)
-naming the file and the JSON pointer of the first value that breaks its row of the table; a test
-holds each row to these checks.  A check looks at a value with the cheapest test that accepts
-exactly what the rule accepts; only when it refuses does it build the JSON pointer and the message
-(:func:`_fail`, :func:`_bad_number`), so a valid document costs no string formatting.  The rules
-run in document order and the first broken one raises.
+:class:`~capbench_nb.errors.InvalidRunError` (the row's rule: ``artifact-type``, or
+``number-too-large``) naming the file and the JSON pointer of the first value that breaks its row
+of the table, or an object that breaks a rule of :data:`~capbench_nb.format.ARTIFACT_RULES`.
+
+The rows of a file are compiled once into a tree of closures, one per pointer (``*``: every item
+of an array), checked depth first in the table's order: a value, then the values below it, then the
+rules of its object.  A closure tests a value with the cheapest test that accepts exactly what its
+row accepts; only a refusal builds the JSON pointer and the message, so a valid document costs no
+string formatting.  (Artifact checks are on ingest's hot path.)
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from capbench_nb.errors import InvalidRunError
-from capbench_nb.format import (
-    AGENT_STATUSES, JUDGE_STATUSES, JUDGE_VERDICTS, MAX_SAFE_NUMBER, SETUP_STATUSES, TELEMETRY, is_safe_number,
-)
+from capbench_nb.format import ARTIFACT, ARTIFACT_RULES, ATTEMPT, EPISODE, HISTORY, Field, ObjectRule
 
-__all__ = ["check_attempt", "check_episode", "check_history"]
+__all__ = ["check_attempt", "check_episode", "check_history", "checker"]
 
-#: Keys of ``episode.json#/run_metrics``, and whether each is an integer (a count).
-_RUN_METRICS = tuple((t.name, t.kind == "count") for t in TELEMETRY
-                     if t.source == f"episode.json#/run_metrics/{t.name}")
-#: Token counts of each ``history.json`` message's ``usage``.
-_USAGE = ("input_tokens", "output_tokens", "total_tokens")
+#: The type test of each JSON type (exact types for the numbers and booleans: a bool is no number).
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: type(v) is bool,
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+}
 
+class _Node:
+    """One pointer of a file's rows: its row (None for ``*``), and the pointers below it."""
 
-def _is_number(v: Any) -> bool:
-    return type(v) in (int, float)
-
-
-def _fail(file: str, pointer: str, message: str, rule: str = "artifact-type") -> None:
-    raise InvalidRunError(file, rule, message, pointer=pointer)
-
-
-def _bad_number(file: str, pointer: str, value: Any, integer: bool) -> None:
-    """Raise for a number the fast test refused (a non-negative number, or integer, at most 2**53-1).
-
-    The tests run in this order; an integer of any size is finite."""
-    ok = type(value) is int if integer else _is_number(value)
-    # an int is finite (math.isfinite would raise OverflowError on one beyond a float's range)
-    if not ok or (type(value) is float and not math.isfinite(value)) or value < 0:
-        _fail(file, pointer, f"{pointer} must be a non-negative {'integer' if integer else 'number'} or null")
-    if value > MAX_SAFE_NUMBER:
-        _fail(file, pointer, f"{pointer} is {value}, above 2**53-1, the largest exactly representable value",
-              "number-too-large")
-    raise AssertionError(f"{pointer}: {value!r} passes the number rule")  # pragma: no cover
+    def __init__(self) -> None:
+        self.field: Field | None = None
+        self.children: dict[str, _Node] = {}
+        self.rules: list[ObjectRule] = []
 
 
-def _number(file: str, value: Any, pointer: str) -> None:
-    """A non-negative number at most 2**53-1, or null."""
-    if value is not None and not is_safe_number(value):
-        _bad_number(file, pointer, value, False)
+def _tree(file: str) -> _Node:
+    root = _Node()
+    for f in ARTIFACT:
+        name, _, pointer = f.name.partition("#")
+        if name == file:
+            node = root
+            for token in pointer.split("/")[1:]:
+                node = node.children.setdefault(token, _Node())
+            node.field = f
+    for rule in ARTIFACT_RULES:
+        name, _, pointer = rule.at.partition("#")
+        if name == file:
+            node = root
+            for token in pointer.split("/")[1:]:
+                node = node.children[token]
+            node.rules.append(rule)
+    return root
 
 
-def _count(file: str, value: Any, pointer: str) -> None:
-    """A non-negative integer at most 2**53-1, or null."""
-    if value is not None and not is_safe_number(value, True):
-        _bad_number(file, pointer, value, True)
+class _Refusal(Exception):
+    """A refused value: rule, message and pointer (the file is added by :func:`checker`'s check)."""
 
 
-def _object_or_null(file: str, value: Any, pointer: str) -> None:
-    if value is not None and not isinstance(value, dict):
-        _fail(file, pointer, f"{pointer} must be an object or null")
+def _raiser(template: str) -> Callable[..., None]:
+    """Raise the refusal of a value at ``template`` (its ``{}`` filled in by the indices of ``*``)."""
+
+    def fail(rule: str, message: str, idx: tuple, value: Any = None, key: str = "") -> None:
+        where = template.format(*idx)
+        raise _Refusal(rule, message.format(where=where, value=value), f"{where}/{key}" if key else where)
+
+    return fail
 
 
-def _boolean(file: str, value: Any, pointer: str) -> None:
-    if value is not None and type(value) is not bool:
-        _fail(file, pointer, f"{pointer} must be true or false or null")
+#: The Python types a JSON parser gives for each JSON type (the fast test; any other type goes
+#: through the full test of :data:`_TYPE_TESTS`).
+_PARSED_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+                 "object": (dict,), "array": (list,)}
 
 
-def _choice(file: str, value: Any, pointer: str, options: tuple) -> None:
-    if value is not None and (not isinstance(value, str) or value not in options):
-        _fail(file, pointer, f"{pointer} must be one of {', '.join(options)}")
+def _refuser(f: Field, fail: Callable[..., None]) -> Callable[[Any, tuple], None]:
+    """The slow path of a value its row's fast test refused: raise with the rule of the first test
+    that refuses it, in the row's order (type and null, non-empty, vocabulary, minimum, maximum)."""
+    test = _TYPE_TESTS[f.json_type]
+    vocabulary = frozenset(f.vocabulary) if f.vocabulary else None
+    low = -math.inf if f.minimum is None else f.minimum
+    high = math.inf if f.maximum is None else f.maximum
+
+    def refuse(value: Any, idx: tuple) -> None:
+        if value is None or not test(value) or (f.non_empty and not value):
+            fail(f.type_rule, f.type_message, idx, value)
+        if vocabulary is not None and value not in vocabulary:
+            fail(f.vocabulary_rule, f.vocabulary_message, idx, value)
+        if not low <= value <= high:  # (NaN is in no range)
+            # an int is finite (math.isfinite would raise OverflowError on one beyond a float's range)
+            if value > high and not (type(value) is float and not math.isfinite(value)):
+                fail(f.high_rule, f.high_message, idx, value)
+            fail(f.low_rule, f.low_message, idx, value)
+
+    return refuse
 
 
-def _list(file: str, value: Any, pointer: str) -> None:
-    if not isinstance(value, list):
-        _fail(file, pointer, f"{pointer} must be a list")
+class _Source:
+    """The Python source of one file's check, and the objects it refers to (``_k`` names)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, Any] = {}
+
+    def name(self, value: Any) -> str:
+        key = f"_{len(self.names)}"
+        self.names[key] = value
+        return key
+
+    def add(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
 
 
-def _document(file: str, doc: Any) -> None:
-    if not isinstance(doc, dict):
-        _fail(file, "", "the document must be an object")
+def _accepts(src: _Source, f: Field, var: str) -> str:
+    """The fast test of a non-null value: exactly what the row accepts, for the types a parser gives."""
+    types = _PARSED_TYPES[f.json_type]
+    test = f"type({var}) is {types[0].__name__}" if len(types) == 1 else f"type({var}) in {src.name(types)}"
+    if f.vocabulary:
+        return f"{test} and {var} in {src.name(frozenset(f.vocabulary))}"
+    if f.minimum is not None or f.maximum is not None:
+        low = -math.inf if f.minimum is None else f.minimum
+        high = math.inf if f.maximum is None else f.maximum
+        return f"{test} and {src.name(low)} <= {var} <= {src.name(high)}"
+    return f"{test} and {var}" if f.non_empty else test
 
 
-def check_attempt(doc: Any, file: str) -> None:
-    """The types of attempt.json (raises InvalidRunError naming the first broken value)."""
-    _document(file, doc)
-    task_id = doc.get("task_id")
-    if not isinstance(task_id, str) or not task_id:
-        _fail(file, "/task_id", "/task_id must be a non-empty string")
-    number = doc.get("attempt")
-    if type(number) is not int or number < 1:
-        _fail(file, "/attempt", "/attempt must be an integer >= 1")
-    setup = doc.get("setup")
-    _object_or_null(file, setup, "/setup")
-    if setup:
-        _choice(file, setup.get("status"), "/setup/status", SETUP_STATUSES)
-        _number(file, setup.get("duration_ms"), "/setup/duration_ms")
-    provider = doc.get("provider")
-    _object_or_null(file, provider, "/provider")
-    if provider:
-        _boolean(file, provider.get("available"), "/provider/available")
-    _object_or_null(file, doc.get("skip"), "/skip")
-    agent = doc.get("agent")
-    _object_or_null(file, agent, "/agent")
-    if agent:
-        _choice(file, agent.get("status"), "/agent/status", AGENT_STATUSES)
-        _number(file, agent.get("task_wall_ms"), "/agent/task_wall_ms")
-    recovery = doc.get("recovery")
-    _object_or_null(file, recovery, "/recovery")
-    if recovery:
-        _boolean(file, recovery.get("attempted"), "/recovery/attempted")
-        _boolean(file, recovery.get("succeeded"), "/recovery/succeeded")
-    shots = doc.get("screenshots")
-    if shots is not None:
-        _list(file, shots, "/screenshots")
-        for i, shot in enumerate(shots):
-            if not isinstance(shot, dict):
-                _fail(file, f"/screenshots/{i}", f"/screenshots/{i} must be an object")
-            v = shot.get("capture_ms")
-            if v is not None and not is_safe_number(v):
-                _bad_number(file, f"/screenshots/{i}/capture_ms", v, False)
-    ev = doc.get("evaluation")
-    _object_or_null(file, ev, "/evaluation")
-    if ev:
-        _boolean(file, ev.get("judge_enabled"), "/evaluation/judge_enabled")
-        hard = ev.get("hard_assertions")
-        if hard is not None:
-            _list(file, hard, "/evaluation/hard_assertions")
-            for i, item in enumerate(hard):
-                if not isinstance(item, dict):
-                    _fail(file, f"/evaluation/hard_assertions/{i}", f"/evaluation/hard_assertions/{i} must be an object")
-                if type(item.get("passed")) is not bool:
-                    _fail(file, f"/evaluation/hard_assertions/{i}/passed",
-                          f"/evaluation/hard_assertions/{i}/passed must be true or false")
-        judge = ev.get("judge")
-        _object_or_null(file, judge, "/evaluation/judge")
-        if judge:
-            _choice(file, judge.get("status"), "/evaluation/judge/status", JUDGE_STATUSES)
-            _choice(file, judge.get("verdict"), "/evaluation/judge/verdict", JUDGE_VERDICTS)
-        q = ev.get("quality_score")
-        if q is not None and (not _is_number(q) or not 0 <= q <= 1):
-            _fail(file, "/evaluation/quality_score", "/evaluation/quality_score must be a number in [0, 1] or null")
-    _check_preflight(file, doc.get("preflight"))
+def _emit(src: _Source, node: _Node, var: str, pointer: str, idx: list[str], depth: int) -> None:
+    """The source checking ``var`` (the value at ``pointer``), the values below it and its rules."""
+    f = node.field
+    here = "(" + "".join(f"{i}, " for i in idx) + ")"
+    if f is not None:
+        refuse = src.name(_refuser(f, _raiser(pointer)))
+        if f.nullable:
+            src.add(depth, f"if {var} is not None:")
+            depth += 1
+            src.add(depth, f"if not ({_accepts(src, f, var)}): {refuse}({var}, {here})")
+        else:
+            src.add(depth, f"if {var} is None or not ({_accepts(src, f, var)}): {refuse}({var}, {here})")
+    level = len(idx)
+    item = node.children.get("*")
+    if item is None and f is not None and f.items:  # the items' type, with no row below them
+        item = _Node()
+    if item is not None:
+        i, v = f"i{level}", f"v{level}_item"
+        item_pointer = f"{pointer}/{{}}"
+        item_fail = _raiser(item_pointer)
+        item_test, item_types = _TYPE_TESTS[f.items], _PARSED_TYPES[f.items]
+        message = f.items_message or f.type_message
+
+        def refuse_item(value: Any, at: tuple, rule: str = f.type_rule) -> None:
+            if not item_test(value):
+                item_fail(rule, message, at, value)
+
+        src.add(depth, f"for {i}, {v} in enumerate({var}):")
+        src.add(depth + 1, f"if type({v}) not in {src.name(item_types)}: {src.name(refuse_item)}({v}, {here[:-1]}{i},))")
+        _emit(src, item, v, item_pointer, idx + [i], depth + 1)
+    for n, (key, child) in enumerate((k, c) for k, c in node.children.items() if k != "*"):
+        inner = depth
+        if child.field is not None and child.field.only_if is not None:
+            other, wanted = child.field.only_if
+            src.add(depth, f"if {var}.get({other!r}) == {src.name(wanted)}:")
+            inner += 1
+        v = f"v{level}_{len(src.lines)}"
+        src.add(inner, f"{v} = {var}.get({key!r})")
+        _emit(src, child, v, f"{pointer}/{key}", idx, inner)
+    for rule in node.rules:
+        fail = _raiser(pointer)
+        src.add(depth, f"if {src.name(rule.broken)}({var}): "
+                       f"{src.name(fail)}({rule.id!r}, {rule.message!r}, {here}, key={rule.key!r})")
 
 
-def _check_preflight(file: str, preflight: Any) -> None:
-    """The optional ``preflight`` (spec section 12, :data:`~capbench_nb.format.PREFLIGHT`)."""
-    _object_or_null(file, preflight, "/preflight")
-    if preflight:
-        lock = preflight.get("lock")
-        if lock is not None and not isinstance(lock, str):
-            _fail(file, "/preflight/lock", "/preflight/lock must be a string or null")
-        probes = preflight.get("probes")
-        if probes is not None:
-            _list(file, probes, "/preflight/probes")
-            for i, probe in enumerate(probes):
-                if not isinstance(probe, dict):
-                    _fail(file, f"/preflight/probes/{i}", f"/preflight/probes/{i} must be an object")
+def _compile(root: _Node, file: str) -> Callable[[Any], None]:
+    """The check of one file, as one generated function (straight-line code, as one would write it
+    by hand: artifact checks are on ingest's hot path)."""
+    src = _Source()
+    src.add(0, "def check(doc):")
+    _emit(src, root, "doc", "", [], 1)
+    namespace = dict(src.names)
+    exec(compile("\n".join(src.lines), f"<artifact check of {file}>", "exec"), namespace)  # noqa: S102
+    return namespace["check"]
 
 
-def check_episode(doc: Any, file: str) -> None:
-    """The types of episode.json (raises InvalidRunError naming the first broken value)."""
-    _document(file, doc)
-    metrics = doc.get("run_metrics")
-    _object_or_null(file, metrics, "/run_metrics")
-    if metrics:
-        for key, integer in _RUN_METRICS:
-            v = metrics.get(key)
-            if v is not None and not is_safe_number(v, integer):
-                _bad_number(file, f"/run_metrics/{key}", v, integer)
-    events = doc.get("events")
-    if events is not None:
-        _list(file, events, "/events")
-        for i, event in enumerate(events):
-            if not isinstance(event, dict):
-                _fail(file, f"/events/{i}", f"/events/{i} must be an object")
-            kind = event.get("type")
-            if kind is not None and not isinstance(kind, str):
-                _fail(file, f"/events/{i}/type", f"/events/{i}/type must be a string")
-            if kind == "device_action":
-                start, end = event.get("start_ms"), event.get("end_ms")
-                if start is not None and not is_safe_number(start):
-                    _bad_number(file, f"/events/{i}/start_ms", start, False)
-                if end is not None and not is_safe_number(end):
-                    _bad_number(file, f"/events/{i}/end_ms", end, False)
-                if start is not None and end is not None and end < start:
-                    _fail(file, f"/events/{i}/end_ms", f"/events/{i} ends before it starts")
+def checker(file: str) -> Callable[[Any, str], None]:
+    """The check of the artifact file ``file`` (``check(doc, path)``): the rows of ``ARTIFACT``
+    under ``file#`` and the rules of ``ARTIFACT_RULES`` at them; ``path`` names it in an error."""
+    run = _compile(_tree(file), file)
+
+    def check(doc: Any, path: str) -> None:
+        try:
+            run(doc)
+        except _Refusal as refusal:
+            rule, message, pointer = refusal.args
+            raise InvalidRunError(path, rule, message, pointer=pointer) from None
+
+    check.__doc__ = f"The types of {file} (raises InvalidRunError naming the first broken value)."
+    return check
 
 
-def check_history(doc: Any, file: str) -> None:
-    """The types of history.json (raises InvalidRunError naming the first broken value)."""
-    _document(file, doc)
-    messages = doc.get("messages")
-    if messages is None:
-        return
-    _list(file, messages, "/messages")
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict):
-            _fail(file, f"/messages/{i}", f"/messages/{i} must be an object")
-        usage = msg.get("usage")
-        if usage is not None:
-            if not isinstance(usage, dict):
-                _fail(file, f"/messages/{i}/usage", f"/messages/{i}/usage must be an object or null")
-            for key in _USAGE:
-                v = usage.get(key)
-                if v is not None and not is_safe_number(v, True):
-                    _bad_number(file, f"/messages/{i}/usage/{key}", v, True)
-        calls = msg.get("tool_calls")
-        if calls is not None:
-            if not isinstance(calls, list):
-                _fail(file, f"/messages/{i}/tool_calls", f"/messages/{i}/tool_calls must be a list")
-            for j, call in enumerate(calls):
-                if not isinstance(call, dict):
-                    _fail(file, f"/messages/{i}/tool_calls/{j}", f"/messages/{i}/tool_calls/{j} must be an object")
-                name = call.get("name")
-                if name is not None and not isinstance(name, str):
-                    _fail(file, f"/messages/{i}/tool_calls/{j}/name", f"/messages/{i}/tool_calls/{j}/name must be a string")
+check_attempt = checker(ATTEMPT)
+check_episode = checker(EPISODE)
+check_history = checker(HISTORY)

@@ -145,6 +145,8 @@ _DOCS = {
         "evaluation": {"judge_enabled": True, "hard_assertions": [{"name": "a", "passed": True}],
                        "judge": {"status": "ok", "verdict": "pass", "score": 0.9, "error": None},
                        "quality_score": 0.9},
+        "preflight": {"lock": "sha256:" + "0" * 64, "probes": [{"name": "locale", "expected": "en-US",
+                                                              "observed": "en-US"}]},
     },
     "episode.json": {
         "run_metrics": {"input_tokens": 9100, "output_tokens": 840, "total_tokens": 9940,
