@@ -6,9 +6,9 @@ metrics.json document and its canonical text (``capbench_nb.io.atomic.dumps``); 
 every property tag of the metric registry (``capbench_nb.metrics.registry``) on every metric that
 claims it.
 
-Profiles: ``capbench-fast`` (default, a few seconds per test) and
-``capbench-thorough`` (many more examples); choose one with the environment
-variable ``CAPBENCH_HYPOTHESIS_PROFILE``.
+Example budgets: half the suite's hypothesis profile (tests/hypothesis_profiles.py; ``CAPBENCH_FUZZ=long``
+runs ten times as many).  The registry tests of section 7 run on in-memory runs (the records DataFrame
+``load_run`` would read, built from the records); one test checks that against a load from disk.
 """
 
 from __future__ import annotations
@@ -23,13 +23,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+import numpy as np
 import pandas as pd
 
 import capbench_nb
+from capbench_nb.format import RECORD_COLUMNS, RECORD_DTYPES, TELEMETRY_FIELDS
+from capbench_nb.records.exact_reader import CATEGORIES, record_values
+from capbench_nb.records.manifest import fixed_k, plan_frame
+from capbench_nb.records.run import classify_records
 from capbench_nb.io.atomic import dumps
 from capbench_nb.io.files import sha256_file
 from capbench_nb.metrics.prepare import k_eligible_tasks
@@ -37,18 +42,13 @@ from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.registry import KINDS, METRICS, REGISTRY, TAGS, metrics_with, register
 
 from conftest import SAMPLE_RUN
+from hypothesis_profiles import PROFILE as SUITE_PROFILE, scaled
 
 # --------------------------------------------------------------------------- settings
 
-_COMMON = dict(
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-    print_blob=True,
-)
-settings.register_profile("capbench-fast", max_examples=50, **_COMMON)
-settings.register_profile("capbench-thorough", max_examples=1000, **_COMMON)
-# Applied per test (not with load_profile) so other test modules keep their own settings.
-PROFILE = settings.get_profile(os.environ.get("CAPBENCH_HYPOTHESIS_PROFILE", "capbench-fast"))
+#: Half the suite's profile (tests/hypothesis_profiles.py: 100 examples, 1,000 with CAPBENCH_FUZZ=long):
+#: each example here loads a run, or several.
+PROFILE = scaled(SUITE_PROFILE, 1 / 2)
 
 # --------------------------------------------------------------------------- vocabulary (spec 3, 5)
 
@@ -598,7 +598,7 @@ def test_per_task_oracle_telemetry_and_anomalies_match_reimplementation(spec):
 # --------------------------------------------------------------------------- 6. determinism
 
 
-@settings(PROFILE, max_examples=max(1, PROFILE.max_examples // 2))  # three loads per example
+@settings(scaled(PROFILE, 1 / 2))  # three loads per example
 @given(spec=run_specs())
 def test_metrics_text_is_deterministic(spec):
     text, _ = render(spec)
@@ -633,18 +633,67 @@ def test_metrics_text_is_deterministic(spec):
 # it (scikit-learn's sklearn/metrics/tests/test_common.py style), over the runs of run_specs().
 
 
-#: A metric times a tag per test: fewer examples each than the document-level tests above.
-REGISTRY_PROFILE = settings(PROFILE, max_examples=max(1, PROFILE.max_examples // 4))
+#: A quarter of the examples of the document-level tests above (12 by default, as many per metric as
+#: before); each example checks every metric of a tag on an in-memory run (no file written per example).
+REGISTRY_PROFILE = scaled(PROFILE, 1 / 4)
 
 
-def loaded(spec: RunSpec):
-    """The Run of a spec, loaded from a fresh temp dir (the records keep their loaded dtypes)."""
+@dataclass(frozen=True)
+class MemoryRun:
+    """What a registered metric reads of a loaded Run: the records (with ``anomaly``), the plan and k."""
+
+    records: pd.DataFrame
+    plan: pd.DataFrame
+    k: int
+
+
+def records_frame(recs: list[dict]) -> pd.DataFrame:
+    """The records DataFrame ``load_run`` reads from a results.jsonl of ``recs`` (one per line, no blank
+    line), built in memory: each record validated by the exact reader's ``record_values`` (evidence not
+    resolved: the specs have none), each column of its dtype in ``RECORD_DTYPES``.
+    test_in_memory_runs_are_what_load_run_reads checks it against a load from disk."""
+    rows = [record_values(rec, None) for rec in recs]
+    data = {"line": np.arange(1, len(recs) + 1, dtype="int64")}
+    for j, name in enumerate(RECORD_COLUMNS[1:] + TELEMETRY_FIELDS):
+        values = [row[j] for row in rows]
+        if name in CATEGORIES:
+            data[name] = pd.Categorical(values, categories=CATEGORIES[name])
+        elif RECORD_DTYPES[name] == "category":
+            data[name] = pd.Categorical(values)
+        else:
+            data[name] = pd.array(values, dtype=RECORD_DTYPES[name])
+    return pd.DataFrame(data)
+
+
+def in_memory(spec: RunSpec) -> MemoryRun:
+    """The Run of a spec without a file: the plan, k and counted/anomaly classification of ``load_run``."""
+    plan = plan_frame(spec.manifest)
+    records = records_frame(spec.records)
+    records["anomaly"] = classify_records(records, plan)
+    return MemoryRun(records=records, plan=plan, k=fixed_k(spec.manifest))
+
+
+@settings(PROFILE)
+@given(spec=run_specs())
+def test_in_memory_runs_are_what_load_run_reads(spec):
+    """The one round trip through disk of the registry tests: a spec written as manifest.json and
+    results.jsonl and loaded gives the records, plan and k of ``in_memory``, dtypes and categories included."""
     d = tempfile.mkdtemp(prefix="capbench-reg-")
     try:
         write_run(d, spec.manifest, render(spec)[0])
-        return capbench_nb.load_run(d)
+        run = capbench_nb.load_run(d)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+    memory = in_memory(spec)
+    pd.testing.assert_frame_equal(memory.records, run.records, check_exact=True)
+    for name in memory.records.columns:
+        x, y = memory.records[name], run.records[name]
+        assert x.dtype == y.dtype, name
+        if isinstance(x.dtype, pd.CategoricalDtype):
+            assert list(x.cat.categories) == list(y.cat.categories), name
+            assert x.cat.categories.dtype == y.cat.categories.dtype, name
+    pd.testing.assert_frame_equal(memory.plan, run.plan, check_exact=True)
+    assert memory.k == run.k
 
 
 def canon(result):
@@ -662,58 +711,64 @@ def points_in(result) -> list:
     return result if isinstance(result, list) else [result]
 
 
-def _with_tag(tag: str):
-    return pytest.mark.parametrize("metric", metrics_with(tag), ids=lambda m: m.name)
+def _with_tag(tag: str) -> list:
+    metrics = metrics_with(tag)
+    assert metrics, f"no registered metric has the tag {tag}"
+    return metrics
 
 
-@_with_tag("order_invariant")
+# Each test draws one run and checks every metric with its tag on it (the draw of a run costs more than
+# a metric on it); an assertion names the metric.
+
+
 @REGISTRY_PROFILE
 @given(spec=run_specs(), data=st.data())
-def test_registry_order_invariant(metric, spec, data):
-    run = loaded(spec)
-    order = data.draw(st.permutations(range(len(run.records))), label="row order")
-    shuffled = run.records.iloc[list(order)].reset_index(drop=True)
-    assert canon(metric(shuffled, run.plan, run.k)) == canon(metric(run.records, run.plan, run.k))
+def test_registry_order_invariant(spec, data):
+    run = in_memory(spec)
+    for metric in _with_tag("order_invariant"):
+        order = data.draw(st.permutations(range(len(run.records))), label=f"{metric.name}: row order")
+        shuffled = run.records.iloc[list(order)].reset_index(drop=True)
+        assert canon(metric(shuffled, run.plan, run.k)) == canon(metric(run.records, run.plan, run.k)), metric.name
 
 
-@_with_tag("counted_only")
 @REGISTRY_PROFILE
 @given(spec=run_specs(), data=st.data())
-def test_registry_counted_only(metric, spec, data):
-    run = loaded(spec)
+def test_registry_counted_only(spec, data):
+    run = in_memory(spec)
     assume(len(run.records))
-    i = data.draw(st.integers(0, len(run.records) - 1), label="copied row")
-    extra = run.records.iloc[[i, i]].reset_index(drop=True)
-    extra.loc[0, "task_id"] = "\x00not planned"
     planned = dict(zip(run.plan["task_id"].astype(object), run.plan["planned_repeats"]))
-    task = extra.loc[1, "task_id"]
-    extra.loc[1, "attempt"] = planned.get(task, 1) + data.draw(st.integers(1, 3), label="above by")
-    more = pd.concat([run.records, extra], ignore_index=True)
     counted = run.records[run.records["anomaly"].isna()].reset_index(drop=True)
-    want = canon(metric(counted, run.plan, run.k))
-    assert canon(metric(run.records, run.plan, run.k)) == want
-    assert canon(metric(more, run.plan, run.k)) == want
+    for metric in _with_tag("counted_only"):
+        i = data.draw(st.integers(0, len(run.records) - 1), label=f"{metric.name}: copied row")
+        extra = run.records.iloc[[i, i]].reset_index(drop=True)
+        extra.loc[0, "task_id"] = "\x00not planned"
+        task = extra.loc[1, "task_id"]
+        extra.loc[1, "attempt"] = planned.get(task, 1) + data.draw(st.integers(1, 3), label=f"{metric.name}: above by")
+        more = pd.concat([run.records, extra], ignore_index=True)
+        want = canon(metric(counted, run.plan, run.k))
+        assert canon(metric(run.records, run.plan, run.k)) == want, metric.name
+        assert canon(metric(more, run.plan, run.k)) == want, metric.name
 
 
-@_with_tag("ineligible_is_missing")
 @REGISTRY_PROFILE
 @given(spec=run_specs(), data=st.data())
-def test_registry_ineligible_is_missing(metric, spec, data):
-    run = loaded(spec)
+def test_registry_ineligible_is_missing(spec, data):
+    run = in_memory(spec)
     assume(len(run.records))
-    i = data.draw(st.integers(0, len(run.records) - 1), label="row")
-    kind = data.draw(st.sampled_from(INELIGIBLE_KINDS), label="ineligible class")
-    turned = run.records.copy()
-    turned.loc[i, ["success", "agent_eligible", "failure_class"]] = [False, False, kind]
-    removed = run.records.drop(index=i).reset_index(drop=True)
-    assert canon(metric(turned, run.plan, run.k)) == canon(metric(removed, run.plan, run.k))
+    for metric in _with_tag("ineligible_is_missing"):
+        i = data.draw(st.integers(0, len(run.records) - 1), label=f"{metric.name}: row")
+        kind = data.draw(st.sampled_from(INELIGIBLE_KINDS), label=f"{metric.name}: ineligible class")
+        turned = run.records.copy()
+        turned.loc[i, ["success", "agent_eligible", "failure_class"]] = [False, False, kind]
+        removed = run.records.drop(index=i).reset_index(drop=True)
+        assert canon(metric(turned, run.plan, run.k)) == canon(metric(removed, run.plan, run.k)), metric.name
 
 
 @REGISTRY_PROFILE
 @given(spec=run_specs())
 def test_registry_ordered_family(spec):
-    run = loaded(spec)
-    family = sorted(metrics_with("ordered_family"), key=lambda m: m.rank)
+    run = in_memory(spec)
+    family = sorted(_with_tag("ordered_family"), key=lambda m: m.rank)
     assert [m.name for m in family] == ["pass^k", "pass@1", "pass@k"]
     same = run.plan[k_eligible_tasks(run.records, plan=run.plan, k=run.k)].reset_index(drop=True)
     results = [m(run.records, same, run.k) for m in family]
@@ -722,35 +777,34 @@ def test_registry_ordered_family(spec):
     assert successes == sorted(successes), dict(zip([m.name for m in family], successes))
 
 
-@_with_tag("null_on_empty")
 @REGISTRY_PROFILE
 @given(spec=run_specs(), data=st.data())
-def test_registry_null_on_empty(metric, spec, data):
-    run = loaded(spec)
-    if data.draw(st.booleans(), label="no rows"):
-        empty = run.records.iloc[:0]
-    else:  # every row ineligible: every denominator is empty too
-        empty = run.records.copy()
-        empty["success"], empty["agent_eligible"], empty["failure_class"] = False, False, "environment"
-    result = metric(empty, run.plan, run.k)
-    for point in points_in(result):
-        assert point.value is None and point.n == 0
-        if isinstance(point, Rate):
-            assert point.ci_low is None and point.ci_high is None and point.successes == 0
+def test_registry_null_on_empty(spec, data):
+    run = in_memory(spec)
+    for metric in _with_tag("null_on_empty"):
+        if data.draw(st.booleans(), label=f"{metric.name}: no rows"):
+            empty = run.records.iloc[:0]
+        else:  # every row ineligible: every denominator is empty too
+            empty = run.records.copy()
+            empty["success"], empty["agent_eligible"], empty["failure_class"] = False, False, "environment"
+        for point in points_in(metric(empty, run.plan, run.k)):
+            assert point.value is None and point.n == 0, metric.name
+            if isinstance(point, Rate):
+                assert point.ci_low is None and point.ci_high is None and point.successes == 0, metric.name
 
 
-@_with_tag("interval_holds_value")
 @REGISTRY_PROFILE
 @given(spec=run_specs())
-def test_registry_interval_holds_value(metric, spec):
-    run = loaded(spec)
-    rates = rates_in(metric(run.records, run.plan, run.k))
-    assert rates
-    for r in rates:
-        if r.value is None:
-            assert r.ci_low is None and r.ci_high is None
-        else:
-            assert 0.0 <= r.ci_low <= r.value <= r.ci_high <= 1.0
+def test_registry_interval_holds_value(spec):
+    run = in_memory(spec)
+    for metric in _with_tag("interval_holds_value"):
+        rates = rates_in(metric(run.records, run.plan, run.k))
+        assert rates, metric.name
+        for r in rates:
+            if r.value is None:
+                assert r.ci_low is None and r.ci_high is None, metric.name
+            else:
+                assert 0.0 <= r.ci_low <= r.value <= r.ci_high <= 1.0, metric.name
 
 
 #: The test of each tag: a tag without a test here fails test_every_tag_is_tested.

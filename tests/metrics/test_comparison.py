@@ -35,6 +35,7 @@ from capbench_nb.simulation.writer import simulate_run
 from capbench_nb.metrics.stats import Z_95, mcnemar_exact, paired_difference_interval
 
 from conftest import SAMPLE_RUN, manifest, outcomes, pick, record, write_run, write_selection
+from hypothesis_profiles import PROFILE
 
 # =========================================================================== McNemar
 
@@ -148,7 +149,7 @@ def test_newcombe_edge_cases():
         paired_difference_interval(1, -1, 0, 0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(PROFILE)
 @given(st.integers(0, 60), st.integers(0, 60), st.integers(0, 60), st.integers(0, 60))
 def test_newcombe_contains_estimate_and_mirrors(both, a_only, b_only, neither):
     n = both + a_only + b_only + neither

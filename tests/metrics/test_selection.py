@@ -17,6 +17,7 @@ import capbench_nb as cb
 from capbench_nb.metrics.selection import selection_metrics, top_of_j_curve
 from capbench_nb.records.selection import selection_frame
 from conftest import SELECTOR, manifest, pick, record, write_run, write_selection
+from hypothesis_profiles import PROFILE
 
 K = 3
 
@@ -191,7 +192,7 @@ def _brute_force(scores, ys) -> list[Fraction]:
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(PROFILE)
 @given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=7))
 def test_the_curve_is_the_brute_force_over_every_subset(candidates):
     scores = [s / 4 for s, _ in candidates]  # few distinct scores: many ties

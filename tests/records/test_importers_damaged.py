@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import LONG, TESTS, check_error, cli
+from hypothesis_profiles import PROFILE
 from capbench_nb.format import limits
 from capbench_nb.records.importers.common import dir_name
 from capbench_nb.records.importers.inspect_logs import eval_reader_available
@@ -49,7 +50,10 @@ def examples(default: int, long: int) -> int:
 
 
 def fuzz(default: int, long: int):
-    return settings(max_examples=examples(default, long), deadline=None, derandomize=not LONG,
+    """Hypothesis settings: ``default`` examples (``long`` with CAPBENCH_FUZZ=long), never more than the
+    suite's profile (tests/hypothesis_profiles.py: 100, or 1,000 in the long run)."""
+    return settings(max_examples=min(examples(default, long), PROFILE.max_examples), deadline=None,
+                    derandomize=not LONG,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                            HealthCheck.data_too_large])
 
