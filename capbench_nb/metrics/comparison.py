@@ -21,6 +21,9 @@ named warning ``{"code", "message", "details"}``, in this order:
     The runs' fixed k differ.  pass@k and pass^k are then compared at the
     smaller k (attempts 1..k of each task in both runs); the message and
     ``doc["k"]["paired"]`` say so.
+``lock``
+    the runs name different locks (``manifest.suite.lock``, spec section 12), or one names none; with both
+    lock copies at hand, the differing top-level sections and up to 5 differing JSON-pointer paths.
 ``judge``
     The judge mode differs: ``config.judge`` as declared (true, false for a
     ``--no-judge`` run, or absent), or, where the attempts' artifacts can be
@@ -95,6 +98,9 @@ from capbench_nb._version import __version__
 from capbench_nb.metrics.prepare import as_bool, counted_attempts, prefix_outcomes
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import mcnemar_exact, paired_difference_interval
+from capbench_nb.records.manifest import manifest_lock
+from capbench_nb.suite.check import lock_at_hand
+from capbench_nb.suite.diff import lock_differences
 from capbench_nb.records.run import MANIFEST, RESULTS, Run
 from capbench_nb.format import SELECTION
 
@@ -121,6 +127,7 @@ WARNING_CODES = (
     "suite_version",
     "task_set",
     "k",
+    "lock",
     "judge",
     "model",
     "config",
@@ -235,6 +242,25 @@ def _identity_warnings(run_a: Run, run_b: Run) -> list[dict]:
     return out
 
 
+def _lock_warnings(run_a: Run, run_b: Run) -> list[dict]:
+    """The ``lock`` warning (spec section 12): the runs name different locks, or one names none; with both lock
+    copies at hand, the differing sections and up to LOCK_DIFF_PATHS differing paths."""
+    lock_a, lock_b = manifest_lock(run_a.manifest), manifest_lock(run_b.manifest)
+    if lock_a == lock_b:
+        return []
+    message = f"different locks: A names {_show(lock_a) if lock_a else 'none'}, B names {_show(lock_b) if lock_b else 'none'}"
+    copy_a, copy_b = (lock_at_hand(run.path, run.manifest) if name else None
+                      for run, name in ((run_a, lock_a), (run_b, lock_b)))
+    details: dict[str, Any] = {"a": lock_a, "b": lock_b}
+    if copy_a is not None and copy_b is not None:
+        sections, paths, n = lock_differences(copy_a, copy_b)
+        more = f" and {n - len(paths)} more" if n > len(paths) else ""
+        message += (f"; they differ in {', '.join(sections) or 'nothing but their digest'}"
+                    + (f": {', '.join(paths)}{more}" if paths else ""))
+        details.update(sections=sections, paths=paths, differing_paths=n)
+    return [_warning("lock", message + "; the runs may not have met the same conditions", **details)]
+
+
 def _judge_warnings(config_a: dict, config_b: dict, judge_differs: list[str]) -> list[dict]:
     """The ``judge`` warning: declared judge modes differ, or the judge as enabled on common tasks."""
     judge_a, judge_b = config_a.get("judge"), config_b.get("judge")
@@ -308,6 +334,7 @@ def _compatibility(run_a: Run, run_b: Run) -> tuple[list[dict], list[dict]]:
     evaluation_keys = [key for key in differing if _EVAL_KEY.search(key)]
 
     warnings = (_identity_warnings(run_a, run_b)
+                + _lock_warnings(run_a, run_b)
                 + _judge_warnings(config_a, config_b, judge_differs)
                 + _configuration_warnings(run_a, run_b, config_a, config_b, other)
                 + _contract_warnings(config_a, config_b, hard_differs, contracts_a, contracts_b, evaluation_keys))

@@ -161,6 +161,17 @@ def _write(path: Path, text: str) -> None:
         fh.write(text)
 
 
+def _locked(run: SimulatedRun, lock, drift: float, seed: int, artifacts: bool) -> tuple[SimulatedRun, dict]:
+    """The run as a run of ``lock`` with its preflights (:mod:`capbench_nb.simulation.drift`), or as it is."""
+    if lock is None:
+        if drift:
+            raise ValueError("drift needs a lock")
+        return run, {}
+    from capbench_nb.simulation.drift import locked_run
+
+    return locked_run(run, lock, drift, seed, artifacts=artifacts)
+
+
 def simulate_run(
     out_dir: str | os.PathLike,
     *,
@@ -190,12 +201,8 @@ def simulate_run(
         Keyword-only options, see :class:`~capbench_nb.simulation.options.SimulationOptions`
         (rates, plan shape ``short_tasks``, ``missing_attempts``, ``empty_tasks``,
         ``extra_attempts``, ``price_table`` and ``selector_accuracy``).
-    lock : Lock, optional
-        A validated lock (:func:`capbench_nb.suite.load_lock`): the run is a run of that frozen suite
-        (its manifest names the lock, it carries a copy as suite.lock.json, every attempt has a
-        preflight), and a share ``drift`` of the attempts has drifted (:mod:`capbench_nb.simulation.drift`).
-    drift : float, default 0
-        The probability that an attempt drifted (with ``lock`` only).
+    lock, drift : Lock and float, optional
+        A run of this frozen suite, each attempt drifted with probability ``drift`` (:mod:`~capbench_nb.simulation.drift`).
 
     Returns
     -------
@@ -215,15 +222,8 @@ def simulate_run(
                               "the output exists and is not an empty directory; give a new run directory")
     run = build_run(tasks=tasks, repeats=repeats, seed=seed, artifacts=artifacts, **options)
     opt = run.options
-    preflights, digest = {}, None
-    if lock is not None:
-        from capbench_nb.simulation.drift import locked_run
-        from capbench_nb.suite.lock import dumps_lock
-
-        run, preflights = locked_run(run, lock, drift, seed, artifacts=artifacts)
-        digest = lock.digest
-    elif drift:
-        raise ValueError("drift needs a lock")
+    run, preflights = _locked(run, lock, drift, seed, artifacts)
+    digest = lock.digest if lock is not None else None
 
     def documents(a):
         docs = artifact_documents(a, opt)
@@ -233,6 +233,8 @@ def simulate_run(
 
     out.mkdir(parents=True, exist_ok=True)
     if lock is not None:
+        from capbench_nb.suite.lock import dumps_lock
+
         _write(out / "suite.lock.json", dumps_lock(lock))
     _write(out / "manifest.json", json.dumps(run.manifest, ensure_ascii=False, indent=2) + "\n")
     if artifacts:

@@ -235,6 +235,8 @@ def _mutate(code: str, doc: dict, recs: list) -> tuple[dict, list]:
     elif code == "k":
         for t in doc["plan"]["tasks"]:
             t["repeats"] = 3
+    elif code == "lock":  # spec section 12: B names a lock, A none (tests/suite/test_diff.py: two copies)
+        doc["suite"]["lock"] = "sha256:" + "1" * 64
     elif code == "judge":
         doc["config"]["judge"] = False
     elif code == "model":
