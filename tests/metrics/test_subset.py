@@ -120,7 +120,8 @@ def test_same_inputs_same_bytes_and_section_13_keys(runs):
     assert {v: sum(apps[t] == v for t in a["tasks"]) for v in a["strata"]["app"]} == a["strata"]["app"]
     assert [e["run_id"] for e in a["from_runs"]] == [r.run_id for r in runs]
     assert a["method"]["name"] == "stratified-rasch" and a["method"]["seed"] == 3
-    assert select_subset(runs, size=10, seed=3)["strata"] == {}
+    plain = select_subset(runs, size=10, seed=3)
+    assert plain["strata"] == {} and plain["method"]["name"] == "global-rasch" and plain["estimator"]["tau"] == 0
 
 
 def test_leave_one_run_out_is_the_selection_on_the_others(runs):
