@@ -86,7 +86,7 @@ def test_systematic_choice_spans_each_stratum():
     assert sum(i >= 6 for i in chosen) == 2
 
 
-def test_estimate_tracks_ability_and_interval_widens_with_strata():
+def test_estimate_tracks_ability_and_calibrates_per_stratum():
     b = np.zeros(20)
     strata = ["a"] * 10 + ["b"] * 10
     obs = [0, 1, 2, 10, 11, 12]
