@@ -641,20 +641,21 @@ def _add_subset_parsers(sub) -> None:
 def _cmd_suite_select(args: argparse.Namespace) -> int:
     from capbench_nb.metrics.subset import select_subset
     from capbench_nb.outputs.build import ReportError
-    from capbench_nb.outputs.subset.files import write_subset
+    from capbench_nb.outputs.subset.files import restrict_lock_file, write_subset
 
     runs = [load_run(r) for r in args.runs]
     doc = select_subset(runs, size=args.size, strata=args.strata, seed=args.seed)
-    path = write_subset(doc, args.out, lock=args.lock)
-    if args.html:
-        from capbench_nb.outputs.subset.run import build_subset_page
+    if not args.html:
+        print(write_subset(doc, args.out, lock=args.lock))
+        return EXIT_OK
+    from capbench_nb.outputs.subset.run import build_subset_page
 
-        try:
-            build_subset_page(Path(args.out), progress=args.progress)
-        except ReportError as exc:
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
-            return EXIT_REPORT
-    print(path)
+    restrict_lock_file(doc, args.lock)  # a lock that cannot be restricted fails before any kernel starts
+    try:
+        print(build_subset_page(doc, args.out, lock=args.lock, progress=args.progress))
+    except ReportError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_REPORT
     return EXIT_OK
 
 

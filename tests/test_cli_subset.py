@@ -42,7 +42,10 @@ def test_select_then_estimate(runs, tmp_path):
     assert (out / "subset.json").read_bytes() == first
     rc, stdout, err = cli("suite", "estimate", runs[0], "--subset", out, "--out", tmp_path / "est")
     assert rc == 0, err
-    est = json.loads((tmp_path / "est" / "estimate.json").read_text(encoding="utf-8"))
+    first_estimate = (tmp_path / "est" / "estimate.json").read_bytes()
+    assert cli("suite", "estimate", runs[0], "--subset", out / "subset.json", "--out", tmp_path / "est")[0] == 0
+    assert (tmp_path / "est" / "estimate.json").read_bytes() == first_estimate  # seeded draws: the same bytes
+    est = json.loads(first_estimate)
     assert est["schema_version"] == "capbench.estimate/1" and est["run_id"] == "sim-1"
     assert set(est["pass@1"]["full_suite"]) == {"value", "ci_low", "ci_high", "method"}
 

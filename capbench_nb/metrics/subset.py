@@ -26,12 +26,14 @@ from capbench_nb.metrics.subset_model import (DRAWS, PRIOR_SD, TAU, apportion, c
                                               fit_rasch, information, plain_mean, residual_sd)
 from capbench_nb.records.run import Run
 
-__all__ = ["SUBSET_SCHEMA", "ESTIMATE_SCHEMA", "METHOD", "MISSING_LABEL", "RANDOM_SUBSETS", "Outcomes",
+__all__ = ["SUBSET_SCHEMA", "ESTIMATE_SCHEMA", "METHOD", "GLOBAL_METHOD", "MISSING_LABEL", "RANDOM_SUBSETS", "Outcomes",
            "run_outcomes", "select_subset", "estimate_run", "subset_estimate"]
 
 SUBSET_SCHEMA = "capbench.subset/1"
 ESTIMATE_SCHEMA = "capbench.estimate/1"
 METHOD = "stratified-rasch"
+#: The method's name without ``--strata``: one ability per run, systematic sampling over the whole suite.
+GLOBAL_METHOD = "global-rasch"
 #: The stratum value of a task whose plan has no label of the stratum dimension.
 MISSING_LABEL = "(missing)"
 #: Random subsets of the validation's baseline.
@@ -181,6 +183,7 @@ def select_subset(runs: Sequence[Run], *, size: int, strata: str | None = None, 
     chosen, est = _choose(out, list(range(len(runs))), size, quotas, seed)
     suite = runs[0].manifest.get("suite")
     tau = TAU if strata else 0.0
+    name = METHOD if strata else GLOBAL_METHOD
     return {
         "schema_version": SUBSET_SCHEMA,
         "suite": {"name": suite.get("name"), "version": suite.get("version")} if isinstance(suite, dict) else None,
@@ -189,9 +192,9 @@ def select_subset(runs: Sequence[Run], *, size: int, strata: str | None = None, 
         "full_tasks": len(out.tasks),
         "strata": {} if strata is None else {strata: {v: q for v, q in quotas.items()}},
         "from_runs": [{"run_id": run.run_id, "metrics": _metrics_digest(run)} for run in runs],
-        "method": {"name": METHOD, "seed": int(seed), "strata": strata, "k": int(out.k), "prior_sd": PRIOR_SD,
-                   "tau": tau, "draws": DRAWS, "selection": "systematic sampling over Rasch difficulty within strata"},
-        "estimator": {"name": METHOD, "k": int(out.k), "tau": tau, "draws": DRAWS, "seed": int(seed),
+        "method": {"name": name, "seed": int(seed), "strata": strata, "k": int(out.k), "prior_sd": PRIOR_SD,
+                   "tau": tau, "draws": DRAWS, "selection": "information-weighted systematic sampling over Rasch difficulty within strata"},
+        "estimator": {"name": name, "k": int(out.k), "tau": tau, "draws": DRAWS, "seed": int(seed),
                       "theta_mean": round(est["theta_mean"], 9), "theta_sd": round(est["theta_sd"], 9),
                       "sigma_e": round(est["sigma_e"], 9),
                       "full_suite": [{"task_id": t, "stratum": v, "difficulty": round(float(d), 9)}

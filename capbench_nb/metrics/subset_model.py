@@ -15,9 +15,10 @@ share one code path.  The method, ``stratified-rasch``:
 3. *Estimate*: a new run's ability is fitted per stratum, ``theta_s = theta_g + delta_s`` with
    ``delta_s ~ N(0, tau^2)`` shrunk towards its global ability (a random-effects calibration, so a
    scaffold strong on some apps and weak on others is not forced onto one ability); the full-suite
-   pass@1 is the mean of ``sigmoid(theta_s(t) - b_t + e_t)`` over every full-suite task, with the
+   pass@1 is the mean over every full-suite task of ``sigmoid(theta_s(t) - b_t + e_t)``, with the
    abilities drawn from their Laplace (normal) posterior and ``e_t ~ N(0, sigma_e^2)`` the task-level
-   residual the training fit left; the 2.5 and 97.5 percentiles of the draws are the 95% interval.
+   residual the training fit left (a chosen task's own attempts update that prior by a conjugate Beta
+   step); the 2.5 and 97.5 percentiles of the draws are the 95% interval.
 """
 
 from __future__ import annotations
@@ -238,8 +239,11 @@ def estimate_full(b: np.ndarray, strata: Sequence[str], observed: Sequence[int],
     Returns
     -------
     (value, ci_low, ci_high)
-        The mean over ``draws`` posterior draws of ``mean_t sigmoid(theta_g + delta_s(t) - b_t + e_t)``
-        over every full-suite task, and its 2.5 and 97.5 percentiles.
+        The mean over ``draws`` posterior draws of ``mean_t p_t`` over every full-suite task, and its
+        2.5 and 97.5 percentiles: ``p_t = sigmoid(theta_g + delta_s(t) - b_t + e_t)`` for a task not
+        observed, ``p_t ~ Beta(m kappa + s_t, (1 - m) kappa + n_t - s_t)`` for an observed one, with
+        ``m = sigmoid(theta_g + delta_s(t) - b_t)`` and ``kappa = 1 / (m (1 - m) sigma_e^2) - 1`` (the
+        Beta with the residual's variance to first order).
     """
     b = np.asarray(b, dtype=float)
     values = list(dict.fromkeys(strata)) if tau > 0 else ["*"]
@@ -252,7 +256,13 @@ def estimate_full(b: np.ndarray, strata: Sequence[str], observed: Sequence[int],
     params = rng.multivariate_normal(mode, cov, size=draws, method="cholesky")
     ability = params[:, [0]] + params[:, 1:][:, groups_all]
     noise = rng.normal(0.0, sigma_e, size=(draws, len(b))) if sigma_e > 0 else 0.0
-    totals = expit(ability - b[None, :] + noise).mean(axis=1)
+    p = expit(ability - b[None, :] + noise)
+    if sigma_e > 0 and len(obs):  # a chosen task's own attempts: its p given the model's prior and its counts
+        m = np.clip(expit(ability[:, obs] - b[None, obs]), 1e-6, 1 - 1e-6)
+        kappa = np.maximum(1.0 / (m * (1 - m) * sigma_e ** 2) - 1.0, 1e-3)
+        p[:, obs] = rng.beta(m * kappa + np.asarray(s, float)[None, :],
+                             (1 - m) * kappa + (np.asarray(n, float) - np.asarray(s, float))[None, :])
+    totals = p.mean(axis=1)
     low, high = np.quantile(totals, [0.025, 0.975])
     return float(totals.mean()), float(low), float(high)
 

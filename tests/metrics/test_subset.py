@@ -86,7 +86,7 @@ def test_systematic_choice_spans_each_stratum():
     assert sum(i >= 6 for i in chosen) == 2
 
 
-def test_estimate_tracks_ability_and_interval_widens_with_strata():
+def test_estimate_tracks_ability_and_calibrates_per_stratum():
     b = np.zeros(20)
     strata = ["a"] * 10 + ["b"] * 10
     obs = [0, 1, 2, 10, 11, 12]
@@ -120,7 +120,8 @@ def test_same_inputs_same_bytes_and_section_13_keys(runs):
     assert {v: sum(apps[t] == v for t in a["tasks"]) for v in a["strata"]["app"]} == a["strata"]["app"]
     assert [e["run_id"] for e in a["from_runs"]] == [r.run_id for r in runs]
     assert a["method"]["name"] == "stratified-rasch" and a["method"]["seed"] == 3
-    assert select_subset(runs, size=10, seed=3)["strata"] == {}
+    plain = select_subset(runs, size=10, seed=3)
+    assert plain["strata"] == {} and plain["method"]["name"] == "global-rasch" and plain["estimator"]["tau"] == 0
 
 
 def test_leave_one_run_out_is_the_selection_on_the_others(runs):

@@ -20,7 +20,7 @@ from capbench_nb.outputs.html.escaping import md_escape
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
 __all__ = ["SUBSET_FILE", "SUBSET_MARKDOWN", "ESTIMATE_FILE", "LOCK_FILE", "subset_markdown", "write_subset",
-           "read_subset", "write_estimate", "restrict_lock", "lock_digest"]
+           "read_subset", "write_estimate", "restrict_lock", "restrict_lock_file", "lock_digest"]
 
 SUBSET_FILE = "subset.json"
 SUBSET_MARKDOWN = "subset.md"
@@ -108,13 +108,18 @@ def read_subset(path: str | os.PathLike) -> dict:
     return doc
 
 
+def restrict_lock_file(doc: dict, lock: str | os.PathLike | None) -> dict | None:
+    """The lock file ``lock`` restricted to the subset ``doc`` (spec section 13), None without a lock."""
+    if lock is None:
+        return None
+    selection = {k: v for k, v in doc.items() if k != "validation"}
+    return restrict_lock(_read_json(Path(lock)), doc["tasks"], f"+subset{doc['size']}", selection)
+
+
 def write_subset(doc: dict, out_dir: str | os.PathLike, *, lock: str | os.PathLike | None = None) -> Path:
     """Write subset.json and subset.md (and, with ``lock``, the restricted suite.lock.json) into ``out_dir``."""
     out = Path(out_dir)
-    lock_out = None
-    if lock is not None:
-        selection = {k: v for k, v in doc.items() if k != "validation"}
-        lock_out = restrict_lock(_read_json(Path(lock)), doc["tasks"], f"+subset{doc['size']}", selection)
+    lock_out = restrict_lock_file(doc, lock)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / SUBSET_FILE, dumps(doc))
     write_atomic(out / SUBSET_MARKDOWN, subset_markdown(doc))
