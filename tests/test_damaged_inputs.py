@@ -863,13 +863,13 @@ def test_manifest_above_the_size_limit_is_refused(tmp_path, monkeypatch):
 def test_manifest_above_the_task_limit_is_refused_with_the_count_found(tmp_path, monkeypatch):
     """format.MAX_PLAN_TASKS (1,000,000), patched to 1: the two-task plan is refused on /plan/tasks,
     naming the limit and the real number of tasks; at the limit it is a run."""
-    import capbench_nb.records.manifest
+    import capbench_nb.format.limits  # (read by the plan-too-large rule of format.MANIFEST_RULES)
 
     run = _flip_run(tmp_path / "run")
-    monkeypatch.setattr(capbench_nb.records.manifest, "MAX_PLAN_TASKS", 2)
+    monkeypatch.setattr(capbench_nb.format.limits, "MAX_PLAN_TASKS", 2)
     rc, _, err = run_metrics(run, tmp_path / "out")
     assert rc == 0, err
-    monkeypatch.setattr(capbench_nb.records.manifest, "MAX_PLAN_TASKS", 1)
+    monkeypatch.setattr(capbench_nb.format.limits, "MAX_PLAN_TASKS", 1)
     for extra in ((), ("--allow-invalid",)):
         rc, _, err = run_metrics(run, tmp_path / "out", *extra)
         assert rc == 2

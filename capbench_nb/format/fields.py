@@ -23,7 +23,8 @@ from capbench_nb.format.vocabulary import (
 
 __all__ = [
     "Field", "RECORD", "RECORD_TELEMETRY", "RECORD_FIELDS", "RECORD_CHECK_ORDER", "RECORD_COLUMNS",
-    "RECORD_DTYPES", "CLASS_VOCABULARY", "MANIFEST_FIELDS", "PLAN_FIELDS", "PLAN_TASK", "ARTIFACT",
+    "RECORD_DTYPES", "CLASS_VOCABULARY", "MANIFEST_DOCUMENT", "MANIFEST_FIELDS", "SUITE_FIELDS", "PLAN_FIELDS", "PLAN_TASK",
+    "MANIFEST_NESTED", "ARTIFACT",
     "SELECTION_FIELDS", "SELECTOR_FIELDS",
 ]
 
@@ -65,9 +66,15 @@ class Field:
         Rule id when the value must be a relative path that stays inside the run.
     non_empty : bool
         A string must not be ``""`` (refused with ``type_rule`` and ``type_message``).
-    items_message : str
-        Message of an item of an array that is not of type ``items`` (rule ``type_rule``; ``where``
-        is the item's pointer); empty: ``type_message``.
+    items_rule, items_message : str
+        Rule id and message of an item of an array that is not of type ``items`` (``where`` is the
+        item's pointer); empty: ``type_rule``, ``type_message``.
+    unique_rule, unique_message : str
+        Rule id and message of a value already found in the same field of an earlier item of the
+        array (``first``: that item's pointer); empty: no such rule.
+    optional_with : str, optional
+        A JSON pointer into the document: a required field is optional where the value there is
+        not null (``repeats`` with ``plan.repeats_override``).
     only_if : (str, object), optional
         ``(key, value)``: the row applies only to an object whose ``key`` is ``value`` (an artifact
         row below ``*``).
@@ -95,7 +102,11 @@ class Field:
     vocabulary_message: str = ""
     path_rule: str | None = None
     non_empty: bool = False
+    items_rule: str = ""
     items_message: str = ""
+    unique_rule: str = ""
+    unique_message: str = ""
+    optional_with: str | None = None
     only_if: tuple[str, Any] | None = None
     description: str = ""
 
@@ -199,40 +210,78 @@ RECORD_COLUMNS = ("line",) + tuple(f.name for f in RECORD if f.pandas_dtype)
 RECORD_DTYPES = {"line": "int64", **{f.name: f.pandas_dtype for f in RECORD if f.pandas_dtype},
                  **{f.name.split(".", 1)[1]: f.pandas_dtype for f in RECORD_TELEMETRY}}
 
-#: manifest.json (spec section 2), with the rule a wrong value breaks.
+_SCHEMA_MESSAGE = f"schema_version must be {RUN_SCHEMA_VERSION!r}, found {{value}}"
+_STATUS_MESSAGE = f"status must be one of {', '.join(RUN_STATUSES)}; found {{value}}"
+
+#: The manifest document itself.  The messages of the manifest tables are ``str.format`` templates
+#: over ``where``, ``type``, ``value`` (shortened) and the other values of the object (shortened).
+MANIFEST_DOCUMENT = Field("", "object", required=True, type_rule="manifest-type",
+                          type_message="the manifest must be a JSON object, not {type}", description="the document")
+
+#: manifest.json (spec section 2), with the rule a wrong value breaks, in the order
+#: ``records.manifest`` checks them (an absent key that is not required is not checked).
 MANIFEST_FIELDS = (
     Field("schema_version", "string", required=True, vocabulary=(RUN_SCHEMA_VERSION,), type_rule="schema-version",
-          vocabulary_rule="schema-version", description="the run format version"),
-    Field("run_id", "string", required=True, type_rule="run-id", description="a non-empty string"),
-    Field("suite", "object", type_rule="suite", description="name and version, both strings"),
-    Field("created_at", "string", nullable=True, type_rule="created-at", description="ISO 8601 time"),
+          vocabulary_rule="schema-version", type_message=_SCHEMA_MESSAGE, vocabulary_message=_SCHEMA_MESSAGE,
+          description="the run format version"),
+    Field("run_id", "string", required=True, non_empty=True, type_rule="run-id",
+          type_message="run_id must be a non-empty string, found {value}", description="a non-empty string"),
     Field("status", "string", required=True, vocabulary=RUN_STATUSES, type_rule="status",
-          vocabulary_rule="status", description="how the run ended"),
-    Field("runner", "object", nullable=True, type_rule="runner", description="free-form"),
-    Field("config", "object", nullable=True, type_rule="config",
+          vocabulary_rule="status", type_message=_STATUS_MESSAGE, vocabulary_message=_STATUS_MESSAGE,
+          description="how the run ended"),
+    Field("suite", "object", type_rule="suite", type_message="suite must be an object with name and version, not {type}",
+          description="name and version, both strings"),
+    Field("created_at", "string", nullable=True, type_rule="created-at",
+          type_message="created_at must be a string (ISO 8601 time)", description="ISO 8601 time"),
+    Field("runner", "object", nullable=True, type_rule="runner", type_message="runner must be an object, not {type}",
+          description="free-form"),
+    Field("config", "object", nullable=True, type_rule="config", type_message="config must be an object, not {type}",
           description="free-form; judge: false means --no-judge; keys are slice dimensions"),
-    Field("plan", "object", required=True, type_rule="plan", description="repeats_override, k, tasks"),
+    Field("plan", "object", required=True, type_rule="plan", type_message="plan must be an object, found {value}",
+          description="repeats_override, tasks, k"),
 )
 
-#: ``manifest.plan``.
+#: ``manifest.suite``.
+SUITE_FIELDS = (
+    Field("name", "string", type_rule="suite", type_message="suite.name must be a string, not {type}"),
+    Field("version", "string", type_rule="suite", type_message="suite.version must be a string, not {type}"),
+)
+
+_REPEATS_ABOVE = f"above {MAX_REPEATS}, the most planned attempts of a task this toolkit accepts"
+
+#: ``manifest.plan``, in the order they are checked (``k`` after the tasks: it must equal their
+#: smallest planned repeats, ``rules.MANIFEST_RULES``).
 PLAN_FIELDS = (
     Field("repeats_override", "integer", nullable=True, minimum=1, maximum=MAX_REPEATS,
           type_rule="repeats-override", low_rule="repeats-override", high_rule="repeats-too-large",
+          type_message="repeats_override must be null or an integer >= 1, found {value}",
+          low_message="repeats_override must be null or an integer >= 1, found {value}",
+          high_message="repeats_override is {value}, " + _REPEATS_ABOVE,
           description="--repeats N: every task's planned repeats"),
-    Field("k", "integer", nullable=True, type_rule="plan-k",
-          description="the run's fixed k; must equal the smallest planned repeats"),
     Field("tasks", "array", required=True, items="object", type_rule="plan-tasks",
+          type_message="plan.tasks must be a list of tasks, found {value}", items_rule="task-type",
+          items_message="a plan task must be an object, not {type}",
           description="the planned tasks, non-empty (plan-empty)"),
+    Field("k", "integer", nullable=True, type_rule="plan-k", type_message="plan.k must be an integer or null, found {value}",
+          description="the run's fixed k; must equal the smallest planned repeats"),
 )
 
 #: One task of ``manifest.plan.tasks``; any other key is a label (a slice dimension).
 PLAN_TASK = (
-    Field("task_id", "string", required=True, type_rule="task-id",
+    Field("task_id", "string", required=True, non_empty=True, type_rule="task-id",
+          type_message="task_id must be a non-empty string, found {value}", unique_rule="task-id-duplicate",
+          unique_message="task_id {value} is already planned at {first}",
           description="non-empty and unique in the plan (task-id-duplicate)"),
     Field("repeats", "integer", required=True, minimum=1, maximum=MAX_REPEATS, type_rule="repeats",
-          low_rule="repeats", high_rule="repeats-too-large",
+          low_rule="repeats", high_rule="repeats-too-large", optional_with="/plan/repeats_override",
+          type_message="repeats of task {task_id} must be an integer >= 1, found {value}",
+          low_message="repeats of task {task_id} must be an integer >= 1, found {value}",
+          high_message="repeats of task {task_id} is {value}, " + _REPEATS_ABOVE,
           description="planned repeats (not required with repeats_override)"),
 )
+
+#: The tables of the objects below the manifest, by their pointer (``*``: every item of an array).
+MANIFEST_NESTED = {"/suite": SUITE_FIELDS, "/plan": PLAN_FIELDS, "/plan/tasks/*": PLAN_TASK}
 
 #: One line of the optional selection.jsonl (spec section 9), in the order its fields are checked
 #: (``records.selection``); an absent optional key reads as null, any other key is kept and ignored.

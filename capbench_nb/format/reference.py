@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 from capbench_nb.format.fields import (
-    ARTIFACT, MANIFEST_FIELDS, PLAN_FIELDS, PLAN_TASK, RECORD, RECORD_TELEMETRY, SELECTION_FIELDS, SELECTOR_FIELDS, Field,
+    ARTIFACT, MANIFEST_FIELDS, PLAN_FIELDS, PLAN_TASK, RECORD, RECORD_TELEMETRY, SELECTION_FIELDS, SELECTOR_FIELDS,
+    SUITE_FIELDS, Field,
 )
 from capbench_nb.format.lock import LOCK, PREFLIGHT
 from capbench_nb.format.limits import LIMITS, MAX_SAFE_NUMBER
-from capbench_nb.format.rules import ARTIFACT_RULES, CHECKS, INVARIANTS
+from capbench_nb.format.rules import ARTIFACT_RULES, CHECKS, INVARIANTS, MANIFEST_RULES
 from capbench_nb.format.telemetry import TELEMETRY
 from capbench_nb.format.vocabulary import (
     ANOMALY_KINDS, FAILURE_CLASSES, FAILURE_STAGES, INELIGIBLE_CLASSES, METRICS_SCHEMA_VERSION, RUN_SCHEMA_VERSION,
@@ -83,6 +84,11 @@ def _fields(fields, *, dtypes: bool) -> list[str]:
     return _table(header, rows)
 
 
+def _object_rules(rules) -> list[str]:
+    return _table(("rule", "object", "points at", "invariant", "message"),
+                  [(f"`{r.id}`", _code(r.at), _code(r.key), r.description, r.message) for r in rules])
+
+
 def render() -> str:
     """The reference page, as Markdown."""
     out = [
@@ -113,6 +119,10 @@ def render() -> str:
     out += ["### plan", ""] + _fields(PLAN_FIELDS, dtypes=False)
     out += ["### plan.tasks[]", "", "Any other key of a plan task is a label (a slice dimension).", ""]
     out += _fields(PLAN_TASK, dtypes=False)
+    out += ["### suite", ""] + _fields(SUITE_FIELDS, dtypes=False)
+    out += ["Rules across the values of the manifest (of an array: before its items; of an object: after its"
+            " fields):", ""]
+    out += _object_rules(MANIFEST_RULES)
     out += ["## results.jsonl: the attempt record", "",
             "Columns of `Run.records`: `line` (physical, 1-based), then each field with a pandas dtype, then"
             " one column per telemetry field, then `anomaly`.", ""]
@@ -129,8 +139,7 @@ def render() -> str:
     out += ["## Attempt artifacts", "", "Values the derivation type-checks (`*`: every index of an array).", ""]
     out += _fields(ARTIFACT, dtypes=False)
     out += ["Rules across the values of one object, checked after its fields:", ""]
-    out += _table(("rule", "object", "points at", "invariant", "message"),
-                  [(f"`{r.id}`", _code(r.at), _code(r.key), r.description, r.message) for r in ARTIFACT_RULES])
+    out += _object_rules(ARTIFACT_RULES)
     out += ["## selection.jsonl: best-of-k with a selector (optional)", "",
             "One line per task the selector was run on, checked in this order; line rules as for results.jsonl."
             " An invalid line is an error, or with the allow-invalid option an `invalid_selection_line` anomaly.",

@@ -15,12 +15,13 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from capbench_nb.format import limits
 from capbench_nb.format.artifact_files import EPISODE
 from capbench_nb.format.fields import CLASS_VOCABULARY
 from capbench_nb.format.lock import LOCK_CHECKS
-from capbench_nb.format.vocabulary import FAILURE_STAGES, INELIGIBLE_CLASSES
+from capbench_nb.format.vocabulary import FAILURE_STAGES, INELIGIBLE_CLASSES, MANIFEST
 
-__all__ = ["Facts", "Rule", "INVARIANTS", "ObjectRule", "ARTIFACT_RULES", "Check", "CHECKS", "RULE_IDS", "CLASS_CODES", "STAGE_CODES",
+__all__ = ["Facts", "Rule", "INVARIANTS", "ObjectRule", "ARTIFACT_RULES", "MANIFEST_RULES", "Check", "CHECKS", "RULE_IDS", "CLASS_CODES", "STAGE_CODES",
            "INELIGIBLE_CODES", "AGENT_CODE", "facts_of"]
 
 #: Code of each ``failure_class`` value (its position in ``CLASS_VOCABULARY``) and of each stage.
@@ -92,12 +93,15 @@ class ObjectRule(Rule):
     """A rule across the values of one object of a file: ``broken(obj)`` is true where it does not hold.
 
     ``at`` is the object's ``FILE#POINTER`` (``*``: every item of an array) and ``key`` the key the
-    error points at; ``message`` is a ``str.format`` template over ``where`` (the object's pointer)
-    and the object's values.  It is checked after the object's own fields (rows of the file's table).
+    error points at (none: the object itself); ``message`` is a ``str.format`` template over
+    ``where`` (the object's pointer) and ``values(obj)`` (when given).  A rule of an object is
+    checked after the object's own fields (rows of the file's table); a rule of an array (its
+    length) before its items.
     """
 
     at: str = ""
     key: str = ""
+    values: Callable[[Any], dict] | None = None
 
 
 #: Rules across the values of an artifact object, beyond the rows of :data:`~capbench_nb.format.ARTIFACT`.
@@ -107,6 +111,27 @@ ARTIFACT_RULES = (
                and e.get("end_ms") is not None and e["end_ms"] < e["start_ms"],
                "{where} ends before it starts", "a device_action event does not end before it starts",
                at=f"{EPISODE}#/events/*", key="end_ms"),
+)
+
+
+def _smallest_repeats(plan: dict) -> int:
+    override = plan.get("repeats_override")
+    return override if override is not None else min(t["repeats"] for t in plan["tasks"])
+
+
+#: Rules across the values of the manifest (``records.manifest``), beyond the rows of its tables.
+#: ``plan-too-large`` is checked before the per-task checks: their cost grows with the plan.
+MANIFEST_RULES = (
+    ObjectRule("plan-empty", lambda tasks: not tasks, "the plan has no tasks", "the plan has a task",
+               at=f"{MANIFEST}#/plan/tasks"),
+    ObjectRule("plan-too-large", lambda tasks: len(tasks) > limits.MAX_PLAN_TASKS,
+               "the plan has {count:,} tasks, above {limit:,} (MAX_PLAN_TASKS), the most this toolkit accepts",
+               "the plan has at most MAX_PLAN_TASKS tasks", at=f"{MANIFEST}#/plan/tasks",
+               values=lambda tasks: {"count": len(tasks), "limit": limits.MAX_PLAN_TASKS}),
+    ObjectRule("plan-k", lambda plan: plan.get("k") is not None and plan["k"] != _smallest_repeats(plan),
+               "plan.k is {k} but the smallest planned repeats is {smallest}; k must equal it",
+               "plan.k is null or the smallest planned repeats", at=f"{MANIFEST}#/plan", key="k",
+               values=lambda plan: {"k": plan["k"], "smallest": _smallest_repeats(plan)}),
 )
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format import (
-    MANIFEST, MAX_MANIFEST_BYTES, MAX_PLAN_TASKS, MAX_REPEATS, RUN_SCHEMA_VERSION, RUN_STATUSES,
+    MANIFEST, MANIFEST_DOCUMENT, MANIFEST_FIELDS, MANIFEST_NESTED, MANIFEST_RULES, MAX_MANIFEST_BYTES, Field,
 )
 from capbench_nb.io.files import input_errors, open_input
 from capbench_nb.io.jsonparse import (
@@ -95,83 +96,126 @@ def validate_manifest(manifest: Any, *, file: str = MANIFEST) -> None:
 def _validate_manifest(manifest: Any, *, file: str, unicode: bool) -> None:
     """:func:`validate_manifest`; ``unicode=False`` skips the surrogate walk (the text holds no
     surrogate escape, so no string can hold a surrogate)."""
-
-    def bad(pointer: str, rule: str, message: str):
-        raise _manifest_error(file, pointer, rule, message)
-
     if unicode:
         found = find_surrogate(manifest)
         if found is not None:
-            bad(found[0], "invalid-unicode", surrogate_message(found[0], found[1]))
-    if not isinstance(manifest, dict):
-        bad("", "manifest-type", f"the manifest must be a JSON object, not {json_type_name(manifest)}")
-    if manifest.get("schema_version") != RUN_SCHEMA_VERSION:
-        bad(
-            "/schema_version",
-            "schema-version",
-            f"schema_version must be {RUN_SCHEMA_VERSION!r}, found {short(manifest.get('schema_version'))}",
-        )
-    run_id = manifest.get("run_id")
-    if not isinstance(run_id, str) or not run_id:
-        bad("/run_id", "run-id", f"run_id must be a non-empty string, found {short(run_id)}")
-    status = manifest.get("status")
-    if status not in RUN_STATUSES:
-        bad("/status", "status", f"status must be one of {', '.join(RUN_STATUSES)}; found {short(status)}")
-    if "suite" in manifest:
-        suite = manifest["suite"]
-        if not isinstance(suite, dict):
-            bad("/suite", "suite", f"suite must be an object with name and version, not {json_type_name(suite)}")
-        for key in ("name", "version"):
-            if key in suite and not isinstance(suite[key], str):
-                bad(f"/suite/{key}", "suite", f"suite.{key} must be a string, not {json_type_name(suite[key])}")
-    if "created_at" in manifest and not isinstance(manifest["created_at"], (str, type(None))):
-        bad("/created_at", "created-at", "created_at must be a string (ISO 8601 time)")
-    for key in ("runner", "config"):
-        if key in manifest and not isinstance(manifest[key], (dict, type(None))):
-            bad(f"/{key}", key, f"{key} must be an object, not {json_type_name(manifest[key])}")
-    plan = manifest.get("plan")
-    if not isinstance(plan, dict):
-        bad("/plan", "plan", f"plan must be an object, found {short(plan)}")
-    override = plan.get("repeats_override")
-    if override is not None and (not is_int(override) or override < 1):
-        bad("/plan/repeats_override", "repeats-override", f"repeats_override must be null or an integer >= 1, found {short(override)}")
-    if override is not None and override > MAX_REPEATS:
-        bad("/plan/repeats_override", "repeats-too-large",
-            f"repeats_override is {short(override)}, above {MAX_REPEATS}, the most planned attempts of a task this toolkit accepts")
-    tasks = plan.get("tasks")
-    if not isinstance(tasks, list):
-        bad("/plan/tasks", "plan-tasks", f"plan.tasks must be a list of tasks, found {short(tasks)}")
-    if not tasks:
-        bad("/plan/tasks", "plan-empty", "the plan has no tasks")
-    if len(tasks) > MAX_PLAN_TASKS:  # before the per-task checks: their cost grows with the plan
-        bad("/plan/tasks", "plan-too-large",
-            f"the plan has {len(tasks):,} tasks, above {MAX_PLAN_TASKS:,} (MAX_PLAN_TASKS), the most this toolkit accepts")
-    seen: dict[str, int] = {}
-    for i, task in enumerate(tasks):
-        where = f"/plan/tasks/{i}"
-        if not isinstance(task, dict):
-            bad(where, "task-type", f"a plan task must be an object, not {json_type_name(task)}")
-        tid = task.get("task_id")
-        if not isinstance(tid, str) or not tid:
-            bad(f"{where}/task_id", "task-id", f"task_id must be a non-empty string, found {short(tid)}")
-        if tid in seen:
-            bad(f"{where}/task_id", "task-id-duplicate", f"task_id {short(tid)} is already planned at /plan/tasks/{seen[tid]}")
-        seen[tid] = i
-        repeats = task.get("repeats")
-        if override is None or "repeats" in task:
-            if not is_int(repeats) or repeats < 1:
-                bad(f"{where}/repeats", "repeats", f"repeats of task {short(tid)} must be an integer >= 1, found {short(repeats)}")
-            if repeats > MAX_REPEATS:
-                bad(f"{where}/repeats", "repeats-too-large",
-                    f"repeats of task {short(tid)} is {short(repeats)}, above {MAX_REPEATS}, the most planned "
-                    "attempts of a task this toolkit accepts")
-    k = plan.get("k")
-    if k is not None:
-        smallest = override if override is not None else min(t["repeats"] for t in tasks)
-        if not is_int(k):
-            bad("/plan/k", "plan-k", f"plan.k must be an integer or null, found {short(k)}")
-        if k != smallest:
-            bad("/plan/k", "plan-k", f"plan.k is {k} but the smallest planned repeats is {smallest}; k must equal it")
+            raise _manifest_error(file, found[0], "invalid-unicode", surrogate_message(found[0], found[1]))
+    _Walk(manifest, file).value(MANIFEST_DOCUMENT, manifest, "", "", None)
+
+
+class _Shown(dict):
+    """The values a message template may name: shortened, ``null`` for an absent key."""
+
+    def __missing__(self, key: str) -> str:
+        return "null"
+
+
+#: The rules of MANIFEST_RULES by the pointer of the object (or array) they look at.
+_RULES: dict[str, list] = {}
+for _rule in MANIFEST_RULES:
+    _RULES.setdefault(_rule.at.partition("#")[2], []).append(_rule)
+
+
+class _Walk:
+    """The checks of :data:`~capbench_nb.format.MANIFEST_FIELDS` and the tables below it
+    (:data:`~capbench_nb.format.MANIFEST_NESTED`), then :data:`~capbench_nb.format.MANIFEST_RULES`,
+    depth first in the tables' order; the first refusal raises."""
+
+    def __init__(self, manifest: Any, file: str) -> None:
+        self.manifest, self.file = manifest, file
+
+    def fail(self, pointer: str, rule: str, message: str, value: Any, siblings: Any = None) -> None:
+        shown = _Shown({key: short(v) for key, v in siblings.items()} if isinstance(siblings, dict) else {})
+        shown.update(where=pointer, type=json_type_name(value), value=short(value))
+        raise _manifest_error(self.file, pointer, rule, message.format_map(shown))
+
+    def value(self, f: Field, value: Any, pointer: str, table: str, siblings: Any) -> None:
+        """Check one value against its row, then what lies below it."""
+        if value is None:
+            if f.nullable:
+                return
+            self.fail(pointer, f.type_rule, f.type_message, value, siblings)
+        if not _TYPE_TESTS[f.json_type](value) or (f.non_empty and not value):
+            self.fail(pointer, f.type_rule, f.type_message, value, siblings)
+        if f.vocabulary is not None and value not in f.vocabulary:
+            self.fail(pointer, f.vocabulary_rule, f.vocabulary_message, value, siblings)
+        if f.minimum is not None and value < f.minimum:
+            self.fail(pointer, f.low_rule, f.low_message, value, siblings)
+        if f.maximum is not None and value > f.maximum:
+            self.fail(pointer, f.high_rule, f.high_message, value, siblings)
+        if f.json_type == "array" and f.items:
+            self.rules(table, value, pointer)
+            self.items(f, value, pointer, f"{table}/*")
+        elif f.json_type == "object":
+            self.fields(MANIFEST_NESTED.get(table, MANIFEST_FIELDS if f is MANIFEST_DOCUMENT else ()), value, pointer,
+                        table)
+            self.rules(table, value, pointer)
+
+    def fields(self, fields: tuple, obj: dict, pointer: str, table: str) -> None:
+        for f in fields:
+            if f.name not in obj and not (f.required and not self.optional(f)):
+                continue
+            self.value(f, obj.get(f.name), f"{pointer}/{f.name}", f"{table}/{f.name}", obj)
+
+    def optional(self, f: Field) -> bool:
+        """Whether the required field ``f`` is optional here (its ``optional_with`` is not null)."""
+        if f.optional_with is None:
+            return False
+        node = self.manifest
+        for key in f.optional_with.split("/")[1:]:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node is not None
+
+    def items(self, f: Field, items: list, pointer: str, table: str) -> None:
+        test = _TYPE_TESTS[f.items]
+        # per row: its name, whether an absent key is checked, its table, the values seen (unique rows)
+        rows = [(g, g.name, g.required and not self.optional(g), f"{table}/{g.name}", {} if g.unique_rule else None,
+                 _accepts(g)) for g in MANIFEST_NESTED.get(table, ())]
+        for i, item in enumerate(items):
+            if not test(item):
+                self.fail(f"{pointer}/{i}", f.items_rule or f.type_rule, f.items_message or f.type_message, item)
+            for g, name, required, sub, seen, accepts in rows:
+                if name not in item and not required:
+                    continue
+                value = item.get(name)
+                if accepts is None or not accepts(value):  # (the fast test of a plain value, else the full one)
+                    self.value(g, value, f"{pointer}/{i}/{name}", sub, item)
+                if seen is not None:
+                    if value in seen:
+                        self.fail(f"{pointer}/{i}/{name}", g.unique_rule, g.unique_message.replace(
+                            "{first}", f"{pointer}/{seen[value]}"), value, item)
+                    seen[value] = i
+
+    def rules(self, table: str, obj: Any, pointer: str) -> None:
+        for rule in _RULES.get(table, ()):
+            if rule.broken(obj):
+                where = f"{pointer}/{rule.key}" if rule.key else pointer
+                raise _manifest_error(self.file, where, rule.id,
+                                      rule.message.format(where=pointer, **(rule.values(obj) if rule.values else {})))
+
+
+def _accepts(f: Field) -> Callable[[Any], bool] | None:
+    """A fast test accepting only values ``f`` accepts, with nothing below them (None: use the full check)."""
+    if f.json_type in ("object", "array") or f.vocabulary is not None:
+        return None
+    kind = {"string": str, "integer": int, "number": float, "boolean": bool}[f.json_type]
+    low = -math.inf if f.minimum is None else f.minimum
+    high = math.inf if f.maximum is None else f.maximum
+    if kind is str:
+        return (lambda v: type(v) is str and v != "") if f.non_empty else (lambda v: type(v) is str)
+    if kind is int:
+        return lambda v: type(v) is int and low <= v <= high
+    return None
+
+
+_TYPE_TESTS = {
+    "string": lambda v: isinstance(v, str),
+    "integer": is_int,
+    "number": lambda v: type(v) in (int, float),
+    "boolean": lambda v: type(v) is bool,
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+}
 
 
 def plan_frame(manifest: dict) -> pd.DataFrame:

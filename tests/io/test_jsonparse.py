@@ -79,3 +79,30 @@ def test_parse_strict_is_unchanged():
     with pytest.raises(Violation) as info:
         parse_strict("Infinity")
     assert info.value.rule == "json-nan"
+
+
+def test_values_refuses_a_long_integer_by_its_pointer_after_any_syntax_error():
+    """parse_document(values=True), the importers' reading: NaN accepted, an over-long integer
+    literal named by its JSON pointer, a lone surrogate refused; a syntax error anywhere wins."""
+    import math
+
+    import pytest
+
+    from capbench_nb import InvalidRunError
+
+    digits = max_int_digits()
+    assert math.isnan(parse_document('{"a": NaN}', file="f", values=True)["a"])
+    if digits:
+        long = "9" * (digits + 1)
+        with pytest.raises(InvalidRunError) as info:
+            parse_document(f'{{"a": [1, {long}]}}', file="f", what="member", values=True)
+        assert (info.value.rule, info.value.message) == (
+            "number-too-large", f"member: the value at /a/1 is an integer literal of {digits + 1} digits (at most "
+            f"{digits} are read; a number of the run format is at most 2**53-1)")
+        with pytest.raises(InvalidRunError) as info:
+            parse_document(f'{{"a": [1, {long}]', file="f", values=True)
+        assert info.value.rule == "json"
+    with pytest.raises(InvalidRunError) as info:
+        parse_document('{"a": "x\\udcff"}', file="f", what="m",
+                       messages=JsonMessages(value_what=False), values=True)
+    assert info.value.rule == "invalid-unicode" and info.value.message.startswith("the string at /a ")
