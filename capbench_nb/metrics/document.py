@@ -130,7 +130,9 @@ def compute_metrics(run: Run, *, slices: tuple[str, ...] | list[str] = (),
     from planned prefixes, and the unbiased estimators beside them),
     ``slices`` (one list per requested dimension) and ``health`` (spec section
     11: :func:`capbench_nb.metrics.health.health_document`, with the
-    cluster-robust standard error for each of ``clusters``).
+    cluster-robust standard error for each of ``clusters``), and for a run whose manifest names a
+    lock, ``lock`` (spec section 12: :func:`capbench_nb.suite.check.lock_document`, checked against
+    the run's copy ``suite.lock.json`` when it has one).
     """
     health = {"quarantine_threshold": check_quarantine_threshold(quarantine_threshold),
               "clusters": list(dict.fromkeys(clusters))}
