@@ -213,3 +213,15 @@ def test_a_run_without_counted_attempts(tmp_path):
     back = read_run(write_store(tmp_path / "s", [(run, "x")]), run.run_id)
     assert len(back.records) == 0 and len(back.anomalies) == 1
     assert dumps(cb.compute_metrics(back)) == dumps(cb.compute_metrics(run))
+
+
+def test_a_partition_of_many_row_groups_reads_the_same(tmp_path):
+    from capbench_nb.records.campaign.reader import read_records
+
+    run = cb.load_run(SAMPLE_RUN)
+    table = store_module.attempts_table(run)
+    pq.write_table(table, tmp_path / "one.parquet")
+    pq.write_table(table, tmp_path / "many.parquet", row_group_size=4)  # several dictionaries per column
+    assert pq.ParquetFile(tmp_path / "many.parquet").metadata.num_row_groups > 1
+    pd.testing.assert_frame_equal(read_records(tmp_path / "one.parquet"), read_records(tmp_path / "many.parquet"))
+    pd.testing.assert_frame_equal(_normalised(read_records(tmp_path / "many.parquet")), _normalised(run.attempts))

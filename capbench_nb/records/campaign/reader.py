@@ -76,7 +76,10 @@ def open_store(path: str | os.PathLike) -> Store:
 
 def _categorical(array: pa.ChunkedArray, categories=None) -> pd.Categorical:
     """A string column as a pandas Categorical: fixed ``categories``, or the sorted distinct values."""
-    encoded = pc.dictionary_encode(array).combine_chunks()
+    if pa.types.is_dictionary(array.type):  # read as the file's dictionary (read_records): no string per row
+        encoded = array.unify_dictionaries().combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    else:
+        encoded = pc.dictionary_encode(array).combine_chunks()
     texts = encoded.dictionary.to_pylist()
     codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     if categories is not None:
@@ -108,7 +111,9 @@ def _evidence(array: pa.ChunkedArray) -> pd.Categorical:
 
 def read_records(path: str | os.PathLike) -> pd.DataFrame:
     """A run's attempts partition file as ``Run.records`` (columns and dtypes of the JSON path)."""
-    table = pq.read_table(path)
+    # the categorical columns come as Parquet stored them, dictionary-encoded (a few distinct texts each)
+    categorical = [name for name in RECORD_COLUMNS if RECORD_DTYPES.get(name) == "category" and name != "evidence"]
+    table = pq.ParquetFile(path, read_dictionary=categorical).read()
     masked = [name for name in RECORD_COLUMNS + TELEMETRY_COLUMNS
               if RECORD_DTYPES.get(name) in ("Int64", "Float64", "boolean")]
     data = table.select(masked).to_pandas(types_mapper=_MASKED.get)
