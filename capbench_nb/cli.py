@@ -38,6 +38,17 @@ EXIT_OK, EXIT_DISAGREE, EXIT_INVALID, EXIT_REPORT = 0, 1, 2, 3
 PROG = "capbench-nb"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error in one line on stderr, exit 2 (the README's promise), for every command:
+    ``add_subparsers`` makes its subcommands (``suite lock``, ``import tau-bench``, ...) of this class too."""
+
+    def error(self, message: str):  # argparse's own hook; it must not return
+        command = self.prog[len(PROG):].strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_INVALID, f"{PROG}: error: {where}{one_line(message, limit=1000)} "
+                                f"(see {self.prog} --help) [rule: usage]\n")
+
+
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="run directory with manifest.json and results.jsonl")
     p.add_argument("--out", metavar="DIR", help="output directory (default: RUN_DIR)")
@@ -56,7 +67,7 @@ def _add_skip_evidence(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Capability metrics for agent benchmark runs.")
+    parser = _Parser(prog=PROG, description="Capability metrics for agent benchmark runs.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("metrics", help="compute every metric and write DIR/metrics.json")
