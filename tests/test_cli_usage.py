@@ -51,3 +51,30 @@ def test_missing_argument_names_the_subcommand(capsys, argv, text):
         main(argv)
     assert info.value.code == 2
     assert capsys.readouterr() == ("", text)
+
+
+# --------------------------------------------------------------------------- start-up (issue 24 item 5)
+HEAVY = ("pandas", "numpy", "scipy", "pyarrow", "matplotlib")
+
+
+@pytest.mark.parametrize("code", [
+    "import capbench_nb.cli",
+    "import capbench_nb.cli as c; c.build_parser().format_help()",
+], ids=["import", "build-every-parser"])
+def test_the_cli_imports_no_numerical_stack(code):
+    import json
+    import subprocess
+    import sys
+
+    probe = f"{code}; import json, sys; print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(proc.stdout) == []
+
+
+def test_a_command_still_gets_what_it_needs(tmp_path, capsys):
+    """The lazy imports resolve: a run simulated, then its metrics (pandas loaded by the command itself)."""
+    run = tmp_path / "run"
+    assert main(["simulate", "--tasks", "3", "--repeats", "2", "--seed", "1", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["metrics", str(run)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == str(run / "metrics.json")
