@@ -734,6 +734,9 @@ def _dispatch(handler, args: argparse.Namespace) -> int:
         _restore_moved_runs(args)
         return handler(args)
     except InvalidRunError as exc:
+        if exc.rule == "results-missing" and (Path(exc.file).parent / "attempts").is_dir():
+            exc = InvalidRunError(exc.file, exc.rule, f"{exc.message}; the run has attempts/: run "
+                                  f"`{PROG} ingest {Path(exc.file).parent}` first", line=exc.line, pointer=exc.pointer)
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except UnknownSliceError as exc:

@@ -78,3 +78,26 @@ def test_a_command_still_gets_what_it_needs(tmp_path, capsys):
     capsys.readouterr()
     assert main(["metrics", str(run)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == str(run / "metrics.json")
+
+
+# --------------------------------------------------------------------------- metrics headline, hints (item 7)
+def test_metrics_of_a_run_with_only_attempts_says_ingest_first(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["simulate", "--tasks", "2", "--repeats", "1", "--seed", "1", "--artifacts", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["metrics", str(run)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert f"run `capbench-nb ingest {run}` first [rule: results-missing]" in err
+
+
+@pytest.mark.parametrize("lines", [1, 2], ids=["one-trial-line", "json-lines"])
+def test_import_tau2_of_a_tau_bench_file_hints_at_tau_bench(tmp_path, capsys, lines):
+    import json
+
+    trial = {"task_id": 0, "trial": 0, "reward": 1.0, "info": {}, "traj": []}
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps({**trial, "task_id": i}) + "\n" for i in range(lines)))
+    assert main(["import", "tau2-bench", str(path), "--out", str(tmp_path / "run")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "use `capbench-nb import tau-bench`" in err
