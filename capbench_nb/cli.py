@@ -25,17 +25,26 @@ if interrupts.is_program(__name__):  # a signal while the modules below import i
 from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.io import publish
-from capbench_nb.outputs.export import write_metrics
-from capbench_nb.records.run import load_run
-from capbench_nb.metrics.comparison import WARNING_CODES, blocking_warnings, check_warning_kinds
-from capbench_nb.metrics.health import QUARANTINE_THRESHOLD, check_quarantine_threshold
-from capbench_nb.metrics.slices import UnknownSliceError
-from capbench_nb.outputs.verify import verify
+from capbench_nb.metrics.options import QUARANTINE_THRESHOLD, WARNING_CODES
+
+# Nothing above loads pandas, numpy or scipy: `--help` and `--version` answer at once (issue 24 item 5).
+# A command imports what it needs when it runs (tests/test_cli_usage.py checks the import stays light).
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_DISAGREE, EXIT_INVALID, EXIT_REPORT = 0, 1, 2, 3
 PROG = "capbench-nb"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error in one line on stderr, exit 2 (the README's promise), for every command:
+    ``add_subparsers`` makes its subcommands (``suite lock``, ``import tau-bench``, ...) of this class too."""
+
+    def error(self, message: str):  # argparse's own hook; it must not return
+        command = self.prog[len(PROG):].strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_INVALID, f"{PROG}: error: {where}{one_line(message, limit=1000)} "
+                                f"(see {self.prog} --help) [rule: usage]\n")
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
@@ -56,7 +65,7 @@ def _add_skip_evidence(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Capability metrics for agent benchmark runs.")
+    parser = _Parser(prog=PROG, description="Capability metrics for agent benchmark runs.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("metrics", help="compute every metric and write DIR/metrics.json")
@@ -233,6 +242,8 @@ def _add_threshold_arg(p: argparse.ArgumentParser, *, default: float | None, not
 
 
 def _threshold(text: str) -> float:
+    from capbench_nb.metrics.health import check_quarantine_threshold
+
     try:
         return check_quarantine_threshold(float(text))
     except ValueError as exc:
@@ -260,6 +271,9 @@ def _probability(text: str) -> float:
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
+    from capbench_nb.outputs.export import write_metrics
+    from capbench_nb.records.run import load_run
+
     run = load_run(args.run_dir, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
     path = write_metrics(run, args.out, slices=_unique(args.slices), quarantine_threshold=args.quarantine_threshold,
                          clusters=_unique(args.clusters))
@@ -271,6 +285,8 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    from capbench_nb.outputs.verify import verify
+
     problems = verify(args.run_dir, args.out, strict=not args.allow_invalid, skip_evidence=args.skip_evidence,
                       quarantine_threshold=args.quarantine_threshold)
     out = one_line(Path(args.out) if args.out else Path(args.run_dir))  # a path may hold a newline too
@@ -315,6 +331,7 @@ def _unique(items: list[str]) -> list[str]:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
 
+    from capbench_nb.metrics.comparison import blocking_warnings, check_warning_kinds
     from capbench_nb.outputs.build import ReportError
     from capbench_nb.outputs.comparison.run import build_comparison
 
@@ -373,6 +390,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
 
     from capbench_nb.metrics.gate import EXIT_CODES, check_gate_options, gate_document
     from capbench_nb.outputs.gate.files import DEFAULT_OUT, write_gate
+    from capbench_nb.records.run import load_run
 
     def number(name: str, text: str) -> float:
         try:
@@ -579,6 +597,7 @@ def _write_new(out: str, text: str) -> Path:
 def _cmd_suite(args: argparse.Namespace) -> int:
     from capbench_nb.suite.check import check_run, lock_at_hand
     from capbench_nb.suite.draft import draft_from_run
+    from capbench_nb.records.run import load_run
     from capbench_nb.suite.lock import dumps_lock, make_lock, read_spec
 
     if args.suite_command == "check":
@@ -642,6 +661,7 @@ def _cmd_suite_select(args: argparse.Namespace) -> int:
     from capbench_nb.metrics.subset import select_subset
     from capbench_nb.outputs.build import ReportError
     from capbench_nb.outputs.subset.files import restrict_lock_file, write_subset
+    from capbench_nb.records.run import load_run
 
     runs = [load_run(r) for r in args.runs]
     doc = select_subset(runs, size=args.size, strata=args.strata, seed=args.seed)
@@ -662,6 +682,7 @@ def _cmd_suite_select(args: argparse.Namespace) -> int:
 def _cmd_suite_estimate(args: argparse.Namespace) -> int:
     from capbench_nb.metrics.subset import estimate_run
     from capbench_nb.outputs.subset.files import read_subset, write_estimate
+    from capbench_nb.records.run import load_run
 
     subset = read_subset(args.subset)
     print(write_estimate(estimate_run(load_run(args.run_dir), subset), args.out or args.run_dir))
@@ -707,10 +728,15 @@ def _restore_moved_runs(args: argparse.Namespace) -> None:
 
 
 def _dispatch(handler, args: argparse.Namespace) -> int:
+    from capbench_nb.metrics.slices import UnknownSliceError  # pandas: only once a command runs
+
     try:
         _restore_moved_runs(args)
         return handler(args)
     except InvalidRunError as exc:
+        if exc.rule == "results-missing" and (Path(exc.file).parent / "attempts").is_dir():
+            exc = InvalidRunError(exc.file, exc.rule, f"{exc.message}; the run has attempts/: run "
+                                  f"`{PROG} ingest {Path(exc.file).parent}` first", line=exc.line, pointer=exc.pointer)
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except UnknownSliceError as exc:

@@ -95,6 +95,7 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb._version import __version__
+from capbench_nb.metrics.options import WARNING_CODES  # stated there, for the command line
 from capbench_nb.metrics.prepare import as_bool, counted_attempts, prefix_outcomes
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import mcnemar_exact, paired_difference_interval
@@ -121,19 +122,6 @@ __all__ = [
 
 COMPARISON_SCHEMA_VERSION = "capbench.comparison/1"
 
-#: Warning codes, in the order they are reported.
-WARNING_CODES = (
-    "suite",
-    "suite_version",
-    "task_set",
-    "k",
-    "lock",
-    "judge",
-    "model",
-    "config",
-    "toolkit_version",
-    "evaluation_contract",
-)
 #: The paired metrics, in document order.
 PAIRED_METRICS = ("pass@1", "pass@k", "pass^k")
 #: Telemetry fields whose medians are compared.

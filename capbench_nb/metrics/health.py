@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb.metrics.inputs import metric_inputs
+from capbench_nb.metrics.options import QUARANTINE_THRESHOLD
 from capbench_nb.metrics.prepare import Prepared, k_eligible_mask, prepare
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.slices import slice_values
@@ -68,8 +69,6 @@ CONSISTENCY = ("stable_pass", "stable_fail", "inconsistent")
 INELIGIBLE_KEYS = ("environment", "evaluation", "skipped", "unknown")
 #: The classes that make a task a quarantine candidate: the suite's failures, not the agent's.
 SUITE_CLASSES = ("environment", "evaluation")
-#: The default quarantine threshold: environment plus evaluation attempts at least half of the counted ones.
-QUARANTINE_THRESHOLD = 0.5
 #: The clustered t interval is *approximate* when the value lies within this of 0 or 1: there the
 #: mean over few groups is skewed and the interval covered 84-91% in benchmarks/coverage.py
 #: (docs/coverage.md), against 92-95% near 0.5.

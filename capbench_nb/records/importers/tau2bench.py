@@ -65,21 +65,41 @@ class Tau2Source:
 # --------------------------------------------------------------------------- reading
 
 
+_TAU_BENCH_HINT = "a tau-bench (v1) results file? use `capbench-nb import tau-bench`"
+
+
 def _parse(path: str | os.PathLike, what: str = _KIND) -> tuple[Any, bytes]:
     raw = common.read_source_bytes(path, what)
-    return parse_document(raw, file=str(path), messages=_MESSAGES, encoding="utf-8-sig", values=True), raw
+    try:
+        return parse_document(raw, file=str(path), messages=_MESSAGES, encoding="utf-8-sig", values=True), raw
+    except InvalidRunError as exc:
+        if not _is_trial(raw.split(b"\n", 1)[0]):
+            raise
+        raise InvalidRunError(exc.file, exc.rule, f"{exc.message}: JSON lines of trials, {_TAU_BENCH_HINT}",
+                              line=exc.line, pointer=exc.pointer) from None
+
+
+def _is_trial(first_line: bytes) -> bool:
+    """The first line of a file is one tau-bench trial object (a JSON-lines tau-bench file)."""
+    import json
+
+    try:
+        doc = json.loads(first_line.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and "task_id" in doc and "reward" in doc
 
 
 def _results_object(file: str, doc: Any, *, with_simulations: bool) -> dict:
     """``doc`` is a tau2 ``Results`` object (``info`` and ``tasks``; ``simulations`` unless the dir format)."""
     if isinstance(doc, list):
-        raise _bad(file, "a JSON list, not a tau2-bench results object: a tau-bench (v1) results file? "
-                         "use `capbench-nb import tau-bench`")
+        raise _bad(file, f"a JSON list, not a tau2-bench results object: {_TAU_BENCH_HINT}")
     keys = ("info", "tasks", "simulations") if with_simulations else ("info", "tasks")
     if not isinstance(doc, dict) or any(key not in doc for key in keys):
         shown = f"an object with keys {common.describe(sorted(doc)[:6])}" if isinstance(doc, dict) \
             else common.describe(doc)
-        raise _bad(file, f"expected a tau2-bench results object with {', '.join(keys)}, found {shown}")
+        hint = f"; {_TAU_BENCH_HINT}" if isinstance(doc, dict) and "task_id" in doc and "reward" in doc else ""
+        raise _bad(file, f"expected a tau2-bench results object with {', '.join(keys)}, found {shown}{hint}")
     for key, kind, name in (("info", dict, "an object"), ("tasks", list, "a list"),
                             ("simulations", list, "a list"), ("timestamp", str, "a string")):
         required = key in keys  # a null timestamp (or no simulations in the dir format's results.json) is fine
