@@ -101,3 +101,28 @@ def test_import_tau2_of_a_tau_bench_file_hints_at_tau_bench(tmp_path, capsys, li
     assert main(["import", "tau2-bench", str(path), "--out", str(tmp_path / "run")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "use `capbench-nb import tau-bench`" in err
+
+
+# --------------------------------------------------------------------------- verify-board order (item 11)
+def test_verify_board_with_the_runs_reordered_says_so_in_one_line(tmp_path, capsys):
+    import json
+
+    from capbench_nb.io.atomic import dumps
+    from capbench_nb.metrics.board import board
+    from capbench_nb.outputs.board.files import write_board
+    from capbench_nb.records.run import load_run
+
+    runs = []
+    for seed in (1, 2, 3):
+        run = tmp_path / f"run{seed}"
+        assert main(["simulate", "--tasks", "4", "--repeats", "2", "--seed", str(seed), "--out", str(run)]) == 0
+        runs.append(str(run))
+    out = tmp_path / "board"
+    write_board(json.loads(dumps(board([load_run(r) for r in runs], resamples=0))), out)
+    capsys.readouterr()
+    assert main(["verify-board", str(out), *runs]) == 0
+    capsys.readouterr()
+    assert main(["verify-board", str(out), runs[2], runs[0], runs[1]]) == 1
+    stdout, _ = capsys.readouterr()
+    assert stdout == (f"{out / 'board.json'}: the runs are in a different order than the board's; expected: "
+                      f"{' '.join(runs)}\n")

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from capbench_nb.errors import InvalidRunError
+from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.metrics.board import BOARD_METRICS, SELECTED, board, check_board_metric, check_board_options
 from capbench_nb.outputs.html.escaping import md_escape  # one escaping rule for every Markdown output
@@ -195,6 +195,29 @@ def _flags(provenance: object, key: str, n: int, default: bool) -> list[bool]:
     return [v if isinstance(v, bool) else default for v in values]
 
 
+class RunOrder(Disagreement):
+    """The board's runs given in another order: one line naming the order expected."""
+
+    def __str__(self) -> str:
+        return (f"{one_line(self.file)}: the runs are in a different order than the board's; expected: "
+                f"{one_line(' '.join(self.expected), limit=2000)}")
+
+
+def _order_problem(found: dict, loaded: list, runs: Sequence, *, file: str) -> RunOrder | None:
+    """A :class:`RunOrder` when the board's run_ids are the given runs' in another order, else None."""
+    entries = found.get("runs") if isinstance(found.get("runs"), list) else []
+    board_ids = [e.get("run_id") if isinstance(e, dict) else None for e in entries]
+    given_ids = [run.run_id for run in loaded]
+    if board_ids == given_ids or sorted(map(str, board_ids)) != sorted(map(str, given_ids)):
+        return None
+    pool = list(zip(given_ids, [str(r) for r in runs]))
+    expected = []
+    for rid in board_ids:
+        i = next(j for j, (g, _) in enumerate(pool) if str(g) == str(rid))
+        expected.append(pool.pop(i)[1])
+    return RunOrder(file, "/runs", board_ids, expected)
+
+
 def verify_board(out_dir: str | os.PathLike, runs: Sequence[str | os.PathLike]) -> list[Disagreement]:
     """Recompute a board from its runs and list every disagreement with ``out_dir``'s board.json and board.md.
 
@@ -228,6 +251,9 @@ def verify_board(out_dir: str | os.PathLike, runs: Sequence[str | os.PathLike]) 
         check_board_metric(loaded, options["metric"])
     except ValueError as exc:
         raise InvalidRunError(str(path), "board-options", f"cannot recompute this board: {exc}") from None
+    misordered = _order_problem(found, loaded, runs, file=str(path))
+    if misordered is not None:  # a dozen hash mismatches would all say this one thing
+        return [misordered]
     recomputed = json.loads(dumps(board(loaded, **options)))
     problems = diff_documents(found, recomputed, file=str(path))
     problems.sort(key=lambda d: not d.pointer.startswith("/provenance/inputs"))  # changed inputs explain the rest

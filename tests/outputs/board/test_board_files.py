@@ -79,9 +79,10 @@ def test_verify_lists_each_disagreement(runs, tmp_path):
                         f'recomputed "# Board: 3 runs on unit 1, by pass@1"']
     rc, out, err = cli("verify-board", tmp_path, *runs)
     assert rc == 1 and len(out.splitlines()) == 2 and err.endswith("2 disagreement(s) between " f"{tmp_path} and the runs\n")
-    # runs in another order: the changed inputs come first
-    first = verify_board(tmp_path, [runs[1], runs[0], runs[2]])[0]
-    assert first.pointer == "/provenance/inputs/0/manifest.json"
+    # runs in another order: one disagreement saying so, with the order expected (issue 24 item 11)
+    (only,) = verify_board(tmp_path, [runs[1], runs[0], runs[2]])
+    assert only.pointer == "/runs" and only.expected == [str(r) for r in runs]
+    assert "the runs are in a different order than the board's" in str(only)
 
 
 @pytest.mark.parametrize("argv, rule, text", [
