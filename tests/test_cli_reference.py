@@ -42,25 +42,25 @@ def test_usage_lines_follow_the_parser():
            "[--allow-invalid] [--skip-evidence] [--progress|--no-progress]" in text
     assert "[--selector ACCURACY]" in text
     assert "capbench-nb simulate --tasks N --repeats R --seed S --out RUN_DIR [--artifacts]" in text
-    assert "capbench-nb board RUN... [--out DIR]" in text
+    assert "capbench-nb board [RUN...] [--campaign STORE] [--out DIR]" in text
 
 
 def test_a_new_subcommand_is_picked_up_without_edits():
-    # what a later `gate` subcommand of cli.build_parser() would look like: a section of its own
+    # what a later `floor` subcommand of cli.build_parser() would look like: a section of its own
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    gate = sub.add_parser("gate", help="fail when a metric falls below a floor")
-    gate.add_argument("run_dir", metavar="RUN_DIR", help="the run")
-    gate.add_argument("--min", dest="floors", action="append", default=[], metavar="METRIC=VALUE", help="a floor")
-    gate.add_argument("--ratio", type=float, default=0.5, help="the ratio, %(default)s by default")
+    floor = sub.add_parser("floor", help="fail when a metric falls below a floor")
+    floor.add_argument("run_dir", metavar="RUN_DIR", help="the run")
+    floor.add_argument("--min", dest="floors", action="append", default=[], metavar="METRIC=VALUE", help="a floor")
+    floor.add_argument("--ratio", type=float, default=0.5, help="the ratio, %(default)s by default")
     text = cli_reference.render(parser)
-    assert "### `capbench-nb gate`" in text
+    assert "### `capbench-nb floor`" in text
     assert "fail when a metric falls below a floor." in text
-    assert "capbench-nb gate RUN_DIR [--min METRIC=VALUE]... [--ratio RATIO]" in text
+    assert "capbench-nb floor RUN_DIR [--min METRIC=VALUE]... [--ratio RATIO]" in text
     assert "| `--min METRIC=VALUE` | a floor (repeatable) |  |" in text
     assert "| `--ratio RATIO` | the ratio, 0.5 by default | `0.5` |" in text
-    assert "[`capbench-nb gate`](#capbench-nb-gate)" in text
-    assert "capbench-nb gate" not in cli_reference.render()
+    assert "[`capbench-nb floor`](#capbench-nb-floor)" in text
+    assert "capbench-nb floor" not in cli_reference.render()
 
 
 def test_main_prints_the_page_and_refuses_other_arguments(capsys):
