@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -16,11 +15,12 @@ from pathlib import Path
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.metrics.subset import RULE
+from capbench_nb.suite.lock import load_lock, lock_digest
 from capbench_nb.outputs.html.escaping import md_escape
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
 __all__ = ["SUBSET_FILE", "SUBSET_MARKDOWN", "ESTIMATE_FILE", "LOCK_FILE", "subset_markdown", "write_subset",
-           "read_subset", "write_estimate", "restrict_lock", "restrict_lock_file", "lock_digest"]
+           "read_subset", "write_estimate", "restrict_lock", "restrict_lock_file"]
 
 SUBSET_FILE = "subset.json"
 SUBSET_MARKDOWN = "subset.md"
@@ -61,14 +61,6 @@ def subset_markdown(doc: dict, run_ids: Sequence[str] | None = None) -> str:
         lines.append(f"| {md_escape(e['task_id'])} | {md_escape(e['stratum'])} | {e['difficulty']:.2f} | "
                      + " | ".join(fmt_pct(p) for p in e["pass_rate"]) + " |")
     return "\n".join(lines) + "\n"
-
-
-def lock_digest(doc: dict) -> str:
-    """Spec section 12: ``"sha256:"`` + hex SHA-256 of the RFC 8785 form of the lock without ``digest``."""
-    import rfc8785
-
-    body = {k: v for k, v in doc.items() if k != "digest"}
-    return "sha256:" + hashlib.sha256(rfc8785.dumps(body)).hexdigest()
 
 
 def restrict_lock(lock_doc: dict, task_ids: Sequence[str], suffix: str, selection: dict | None = None) -> dict:
@@ -113,7 +105,8 @@ def restrict_lock_file(doc: dict, lock: str | os.PathLike | None) -> dict | None
     if lock is None:
         return None
     selection = {k: v for k, v in doc.items() if k != "validation"}
-    return restrict_lock(_read_json(Path(lock)), doc["tasks"], f"+subset{doc['size']}", selection)
+    # the input lock is validated (its digest included) as `suite check` reads it
+    return restrict_lock(dict(load_lock(Path(lock))), doc["tasks"], f"+subset{doc['size']}", selection)
 
 
 def write_subset(doc: dict, out_dir: str | os.PathLike, *, lock: str | os.PathLike | None = None) -> Path:
