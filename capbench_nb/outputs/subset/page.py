@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from capbench_nb.outputs.comparison import figure_image
-from capbench_nb.outputs.comparison_script import COMPARISON_CSS
+from capbench_nb.outputs.html.images import figure_image
+from capbench_nb.outputs.html.assets import PAGE_CSS
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
@@ -26,7 +26,7 @@ _CSS = """
 
 def style_html() -> str:
     """The page's style sheet: the comparison's rules and a few of its own."""
-    return f"<style>{COMPARISON_CSS}{_CSS}</style>"
+    return f"<style>{PAGE_CSS}{_CSS}</style>"
 
 
 def _num(value: Any) -> str:
