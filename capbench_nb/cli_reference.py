@@ -14,10 +14,10 @@ terminal width or on argparse's wording of the Python version at hand.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from capbench_nb.cli import build_parser
+from capbench_nb.format.reference import page_main
 
 __all__ = ["render", "PAGE", "main"]
 
@@ -146,17 +146,7 @@ def render(parser: argparse.ArgumentParser | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    text = render()
-    if argv == ["--write"]:
-        target = Path(__file__).resolve().parents[1] / PAGE
-        target.write_text(text, encoding="utf-8")
-        return 0
-    if argv:
-        print("usage: python -m capbench_nb.cli_reference [--write]", file=sys.stderr)
-        return 2
-    sys.stdout.write(text)
-    return 0
+    return page_main(argv, render, PAGE, "capbench_nb.cli_reference")
 
 
 if __name__ == "__main__":

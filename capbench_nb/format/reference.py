@@ -22,7 +22,7 @@ from capbench_nb.format.vocabulary import (
     RUN_STATUSES,
 )
 
-__all__ = ["render", "PAGE"]
+__all__ = ["render", "PAGE", "page_main"]
 
 #: Where ``--write`` puts the page, relative to the repository.
 PAGE = Path("docs") / "format-reference.md"
@@ -156,18 +156,24 @@ def render() -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def page_main(argv: list[str] | None, render_page, page: Path, module: str) -> int:
+    """The command line of a generated docs page: print it, or ``--write`` it to ``page`` (relative to
+    the repository root); anything else is a usage error (exit 2).  Shared by this module and
+    :mod:`capbench_nb.cli_reference`."""
     argv = sys.argv[1:] if argv is None else argv
-    text = render()
+    text = render_page()
     if argv == ["--write"]:
-        target = Path(__file__).resolve().parents[2] / PAGE
-        target.write_text(text, encoding="utf-8")
+        (Path(__file__).resolve().parents[2] / page).write_text(text, encoding="utf-8")
         return 0
     if argv:
-        print("usage: python -m capbench_nb.format.reference [--write]", file=sys.stderr)
+        print(f"usage: python -m {module} [--write]", file=sys.stderr)
         return 2
     sys.stdout.write(text)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return page_main(argv, render, PAGE, "capbench_nb.format.reference")
 
 
 if __name__ == "__main__":
