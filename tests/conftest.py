@@ -69,6 +69,14 @@ def manifest(tasks, *, k=None, repeats_override=None, status="completed", judge=
     }
 
 
+def with_run_id(path: Path, run_id: str) -> Path:
+    """Give the run at ``path`` the run_id ``run_id`` (its manifest rewritten); returns ``path``."""
+    doc = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    doc["run_id"] = run_id
+    (path / "manifest.json").write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
 def write_run(path: Path, manifest_doc: dict, records: list, *, trailing_newline: bool = True) -> Path:
     """Write manifest.json and results.jsonl; records may be dicts or raw line strings."""
     path.mkdir(parents=True, exist_ok=True)

@@ -9,22 +9,15 @@ import pytest
 
 import capbench_nb as cb
 from capbench_nb.simulation.writer import simulate_run
-from conftest import check_error, cli, tree_hashes
-
-
-def _with_id(path: Path, run_id: str) -> Path:
-    doc = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    doc["run_id"] = run_id
-    (path / "manifest.json").write_text(json.dumps(doc), encoding="utf-8")
-    return path
+from conftest import check_error, cli, tree_hashes, with_run_id
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> list[Path]:
     base = tmp_path_factory.mktemp("cli-export")
-    return [_with_id(simulate_run(base / "r1", tasks=20, repeats=3, seed=5), "run <one>/1"),
-            _with_id(simulate_run(base / "r2", tasks=20, repeats=3, seed=6, missing_attempts=3), "run|two"),
-            _with_id(simulate_run(base / "r3", tasks=18, repeats=4, seed=7), "three")]
+    return [with_run_id(simulate_run(base / "r1", tasks=20, repeats=3, seed=5), "run <one>/1"),
+            with_run_id(simulate_run(base / "r2", tasks=20, repeats=3, seed=6, missing_attempts=3), "run|two"),
+            with_run_id(simulate_run(base / "r3", tasks=18, repeats=4, seed=7), "three")]
 
 
 def test_export_then_board_from_the_store_equals_the_board_of_the_directories(runs, tmp_path):

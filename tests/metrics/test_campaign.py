@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,17 +12,10 @@ from capbench_nb.metrics.campaign import Campaign
 from capbench_nb.metrics.campaign_rules import run_counts
 from capbench_nb.outputs.campaign_export import export_campaign, metrics_sha256
 from capbench_nb.simulation.writer import simulate_run
-from conftest import manifest, record, write_run
+from conftest import manifest, record, with_run_id, write_run
 
 METRICS = ("pass@1", "pass@k", "pass^k")
 RATE_KEYS = ("value", "successes", "n", "ci_low", "ci_high", "coverage")
-
-
-def _with_id(path: Path, run_id: str) -> Path:
-    doc = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    doc["run_id"] = run_id
-    (path / "manifest.json").write_text(json.dumps(doc), encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +26,7 @@ def runs(tmp_path_factory) -> list[Path]:
               dict(tasks=40, repeats=2, seed=3, empty_tasks=3, extra_attempts=4),
               dict(tasks=20, repeats=4, seed=4, short_tasks=4, judge=False)]
     ids = ["plain", "a/b=c", "100", "päss %2F #?"]
-    return [_with_id(simulate_run(base / f"r{i}", **shape), rid) for i, (shape, rid) in enumerate(zip(shapes, ids))]
+    return [with_run_id(simulate_run(base / f"r{i}", **shape), rid) for i, (shape, rid) in enumerate(zip(shapes, ids))]
 
 
 @pytest.fixture(scope="module")
