@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "MAX_PLAN_TASKS",
+__all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "MAX_LOCK_BYTES", "MAX_PLAN_TASKS",
            "MAX_IMPORT_LOG_BYTES",
            "MAX_EVAL_DECOMPRESSED_BYTES", "MAX_EVAL_MEMBERS", "LIMITS", "is_safe_number", "safe_numbers"]
 
@@ -29,6 +29,11 @@ MAX_LINE_BYTES = 128 << 20
 #: Largest manifest.json, in bytes: 64 MiB.  How many tasks that holds depends on their ids and
 #: labels (two million short ones fit); :data:`MAX_PLAN_TASKS` bounds the count itself.
 MAX_MANIFEST_BYTES = 64 << 20
+
+#: Largest suite.lock.json (or lock spec), in bytes: 100 MiB.  A lock of 50 tasks and a few apps is
+#: a few kilobytes; even 100,000 tasks with long descriptions stay far below this.  A larger file is
+#: refused (``lock-too-large``) before it is parsed, never read into memory whole.
+MAX_LOCK_BYTES = 100 << 20
 
 #: Most tasks in a plan: 1,000,000.  Every planned task has its entry in metrics.json (about 270
 #: bytes) and its rows in every table, so time and memory grow with the plan, attempts or not:
@@ -64,6 +69,7 @@ LIMITS = (
     ("MAX_REPEATS", MAX_REPEATS, "largest planned repeats of a task", "repeats-too-large"),
     ("MAX_LINE_BYTES", MAX_LINE_BYTES, "longest line of results.jsonl, in bytes", "line-too-long"),
     ("MAX_MANIFEST_BYTES", MAX_MANIFEST_BYTES, "largest manifest.json, in bytes", "manifest-too-large"),
+    ("MAX_LOCK_BYTES", MAX_LOCK_BYTES, "largest suite.lock.json or lock spec, in bytes", "lock-too-large"),
     ("MAX_PLAN_TASKS", MAX_PLAN_TASKS, "most tasks in a manifest's plan", "plan-too-large"),
     ("MAX_IMPORT_LOG_BYTES", MAX_IMPORT_LOG_BYTES, "largest imported JSON log, in bytes", "import-too-large"),
     ("MAX_EVAL_DECOMPRESSED_BYTES", MAX_EVAL_DECOMPRESSED_BYTES,

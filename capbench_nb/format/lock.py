@@ -78,6 +78,7 @@ SECRET_PREFIXES = ("env:", "file:", "vault:")
 LOCK_CHECKS = (
     ("lock-json", "the lock is valid UTF-8 JSON (or YAML for suite lock), without NaN or Infinity"),
     ("lock-unreadable", "the lock is a readable regular file"),
+    ("lock-too-large", "the lock is at most MAX_LOCK_BYTES"),
     ("lock-type", "the lock is an object"),
     ("lock-schema-version", f"schema_version is {LOCK_SCHEMA_VERSION}"),
     ("lock-suite", "suite has non-empty string name and version"),

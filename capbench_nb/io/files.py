@@ -75,15 +75,28 @@ def input_errors(file: str, name: str, *, missing_rule: str, missing: str, unrea
         raise InvalidRunError(file, unreadable_rule, f"cannot read {name}: {exc.strerror}") from None
 
 
-def read_regular_file(path: str | os.PathLike) -> bytes:
-    """The whole content of a regular file (as :func:`open_input` with ``null_device=False``, read at once)."""
+class FileTooLarge(Exception):
+    """A file holds more bytes than the limit its reader states (:func:`read_regular_file`)."""
+
+
+def read_regular_file(path: str | os.PathLike, *, limit: int | None = None) -> bytes:
+    """The whole content of a regular file (as :func:`open_input` with ``null_device=False``, read at once).
+
+    With ``limit``, a file of more bytes raises :class:`FileTooLarge` before (by its size) or while it is
+    read, so memory never holds more than ``limit`` + 1 MiB of it.
+    """
     fd = _open_fd(path, False)
     try:
-        parts = []
+        if limit is not None and os.fstat(fd).st_size > limit:
+            raise FileTooLarge(limit)
+        parts, size = [], 0
         while True:
             part = os.read(fd, 1 << 20)
             if not part:
                 break
+            size += len(part)
+            if limit is not None and size > limit:
+                raise FileTooLarge(limit)
             parts.append(part)
     finally:
         os.close(fd)

@@ -20,11 +20,12 @@ from typing import Any, Iterator
 import rfc8785
 
 from capbench_nb.errors import InvalidRunError
+from capbench_nb.format.limits import MAX_LOCK_BYTES
 from capbench_nb.format.lock import (
     LOCK, LOCK_NONEMPTY, LOCK_UNIQUE, SECRET_KEY_WORDS, SECRET_KEYS, SECRET_PREFIXES,
 )
-from capbench_nb.io.files import input_errors, read_regular_file
-from capbench_nb.io.jsonparse import json_type_name, parse_document, short
+from capbench_nb.io.files import FileTooLarge, input_errors, read_regular_file
+from capbench_nb.io.jsonparse import json_type_name, parse_document, short, size_text
 from capbench_nb.io.pointer import escape_token
 
 __all__ = ["Lock", "lock_digest", "lock_problems", "check_lock", "load_lock", "read_spec", "make_lock",
@@ -262,7 +263,13 @@ def _read(path: str | os.PathLike) -> bytes:
     file = os.fspath(path)
     with input_errors(file, os.path.basename(file) or file, missing_rule="lock-unreadable",
                       missing=f"no lock at {file}", unreadable_rule="lock-unreadable"):
-        return read_regular_file(path)
+        try:
+            return read_regular_file(path, limit=MAX_LOCK_BYTES)
+        except FileTooLarge:
+            raise InvalidRunError(
+                file, "lock-too-large",
+                f"the lock is larger than {size_text(MAX_LOCK_BYTES)} (MAX_LOCK_BYTES), the most this toolkit "
+                "reads; is it a lock?") from None
 
 
 def load_lock(path: str | os.PathLike) -> Lock:

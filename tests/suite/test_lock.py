@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capbench_nb.errors import InvalidRunError
+from capbench_nb.format.limits import MAX_LOCK_BYTES
 from capbench_nb.format.lock import LOCK, LOCK_CHECKS
 from capbench_nb.suite.lock import (
     dumps_lock, is_secret_reference, load_lock, lock_digest, lock_problems, make_lock, read_spec,
@@ -123,7 +124,7 @@ CASES = [
 ]
 #: Rules the other tests of this module (and tests/suite/test_check.py: lock-copy) break.
 OTHER_CASES = {"lock-json", "lock-unreadable", "lock-type", "lock-digest-mismatch", "lock-canonical", "lock-secret",
-               "lock-has-digest", "lock-copy"}
+               "lock-has-digest", "lock-copy", "lock-too-large"}
 
 
 def test_every_lock_rule_has_a_case():
@@ -210,6 +211,20 @@ def test_load_lock_refuses_nan_and_a_missing_file(tmp_path):
     with pytest.raises(InvalidRunError) as err:
         load_lock(tmp_path / "absent.json")
     assert err.value.rule == "lock-unreadable"
+
+
+@pytest.mark.parametrize("reader", [load_lock, read_spec])
+def test_a_lock_over_the_stated_limit_is_refused_before_it_is_read(tmp_path, reader):
+    big = tmp_path / "suite.lock.json"
+    with open(big, "wb") as fh:  # sparse: the size is real, the disk and memory are not used
+        fh.truncate(MAX_LOCK_BYTES + 1)
+    with pytest.raises(InvalidRunError) as err:
+        reader(big)
+    assert err.value.rule == "lock-too-large" and "100 MiB" in str(err.value)
+    (tmp_path / "at_limit.json").write_bytes(b" " * 10 + b"{}")
+    with pytest.raises(InvalidRunError) as err:
+        load_lock(tmp_path / "at_limit.json")
+    assert err.value.rule != "lock-too-large"
 
 
 def test_a_yaml_spec_keeps_timestamps_as_strings(tmp_path):

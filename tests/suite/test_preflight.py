@@ -68,6 +68,9 @@ def test_each_preflight_row_is_checked_at_its_pointer(row):
     doc = attempt_doc(preflight={"lock": LOCK, "probes": []})
     if pointer == "/preflight":
         doc["preflight"] = wrong
+    elif "/*/" in pointer:
+        doc["preflight"]["probes"] = [{pointer.rsplit("/", 1)[1]: wrong}]
+        pointer = pointer.replace("*", "0")
     else:
         doc["preflight"][pointer.rsplit("/", 1)[1]] = wrong
     with pytest.raises(InvalidRunError) as info:
@@ -77,6 +80,13 @@ def test_each_preflight_row_is_checked_at_its_pointer(row):
     with pytest.raises(InvalidRunError) as info:
         check_attempt(attempt_doc(preflight={"probes": ["x"]}), "attempt.json")
     assert info.value.pointer == "/preflight/probes/0"
+
+
+@pytest.mark.parametrize("probes", [[{"expected": 1, "observed": 1}], [{"name": None, "expected": 1, "observed": 2}]])
+def test_a_probe_without_a_name_is_refused_at_its_pointer(probes):
+    with pytest.raises(InvalidRunError) as info:
+        check_attempt(attempt_doc(preflight={"lock": LOCK, "probes": probes}), "attempt.json")
+    assert (info.value.rule, info.value.pointer) == ("artifact-type", "/preflight/probes/0/name")
 
 
 def _lock_manifest():
