@@ -491,7 +491,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     selector = {} if args.selector is None else {"selector_accuracy": args.selector}  # absent: the same bytes as before
     if args.lock is not None:
-        from capbench_nb.suite.lock import load_lock
+        from capbench_nb.records.lock import load_lock
 
         selector.update(lock=load_lock(args.lock), drift=args.drift)
     elif args.drift:

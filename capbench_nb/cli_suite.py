@@ -46,11 +46,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from capbench_nb.suite.check import check_run, lock_at_hand
     from capbench_nb.suite.draft import draft_from_run
     from capbench_nb.records.run import load_run
-    from capbench_nb.suite.lock import dumps_lock, make_lock, read_spec
+    from capbench_nb.records.lock import dumps_lock, make_lock, read_spec
 
     if args.suite_command == "check":
         run = load_run(args.run_dir, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
-        lock = lock_at_hand(run.path, run.manifest, args.lock)
+        lock = lock_at_hand(run, args.lock)
         if lock is None:
             raise InvalidRunError(str(Path(args.run_dir) / "suite.lock.json"), "lock-unreadable",
                                   "the run has no lock copy; name one with --lock")

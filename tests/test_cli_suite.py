@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from capbench_nb.suite.lock import lock_digest
+from capbench_nb.records.lock import lock_digest
 from conftest import SAMPLE_RUN, cli
 
 SECRET = "s3cr3t-value-never-shown"

@@ -1,7 +1,7 @@
 """The frozen suite's lock (spec section 12), as data: its fields, its rules, its finding kinds.
 
 :data:`LOCK` is the field table of ``suite.lock.json`` by JSON pointer (``*`` stands for every
-index of a list); :mod:`capbench_nb.suite.lock` validates a lock by walking it, and the reference
+index of a list); :mod:`capbench_nb.records.lock` validates a lock by walking it, and the reference
 page renders it.  :data:`LOCK_CHECKS` are the rule ids a lock can break, :data:`PREFLIGHT` the
 optional ``preflight`` key of attempt.json, :data:`FINDING_KINDS` what ``suite check`` reports.
 """

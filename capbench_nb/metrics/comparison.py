@@ -100,7 +100,6 @@ from capbench_nb.metrics.prepare import as_bool, counted_attempts, prefix_outcom
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import mcnemar_exact, paired_difference_interval
 from capbench_nb.records.manifest import manifest_lock
-from capbench_nb.suite.check import lock_at_hand
 from capbench_nb.suite.diff import lock_differences
 from capbench_nb.records.run import MANIFEST, RESULTS, Run
 from capbench_nb.format import SELECTION
@@ -237,8 +236,7 @@ def _lock_warnings(run_a: Run, run_b: Run) -> list[dict]:
     if lock_a == lock_b:
         return []
     message = f"different locks: A names {_show(lock_a) if lock_a else 'none'}, B names {_show(lock_b) if lock_b else 'none'}"
-    copy_a, copy_b = (lock_at_hand(run.path, run.manifest) if name else None
-                      for run, name in ((run_a, lock_a), (run_b, lock_b)))
+    copy_a, copy_b = run_a.lock_copy, run_b.lock_copy  # read and checked by load_run
     details: dict[str, Any] = {"a": lock_a, "b": lock_b}
     if copy_a is not None and copy_b is not None:
         sections, paths, n = lock_differences(copy_a, copy_b)

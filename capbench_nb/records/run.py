@@ -27,8 +27,10 @@ from capbench_nb.format import MANIFEST, RECORD_ANOMALIES, RESULTS, SELECTION
 from capbench_nb.io.files import sha256_file
 from capbench_nb.io.jsonparse import short
 from capbench_nb.records import columnar_reader
+from capbench_nb.records.drift import Drift, read_drifts, read_lock_copy
 from capbench_nb.records.exact_reader import read_results_exact
-from capbench_nb.records.manifest import fixed_k, plan_frame, read_manifest
+from capbench_nb.records.lock import Lock
+from capbench_nb.records.manifest import fixed_k, manifest_lock, plan_frame, read_manifest
 from capbench_nb.records.selection import Selection, read_selection
 from capbench_nb.records.views import attempt_evidence, attempts_view, evaluation_contracts, run_html, run_summary
 
@@ -71,6 +73,12 @@ class Run:
     selection : Selection or None
         The checked ``selection.jsonl`` of a best-of-k selector (spec section 9,
         :class:`~capbench_nb.records.selection.Selection`), None when the run has none.
+    lock_copy : Lock or None
+        For a run whose manifest names a lock (``suite.lock``, spec section 12): its copy
+        ``suite.lock.json``, checked against that digest; None without a copy or a named lock.
+    drifts : tuple of Drift
+        For a run whose manifest names a lock: the counted attempts whose attempt.json shows drift,
+        in file order (:func:`capbench_nb.records.drift.read_drifts`); empty otherwise.
 
     Notes
     -----
@@ -90,6 +98,8 @@ class Run:
     strict: bool = True
     evidence_checked: bool = True
     selection: Selection | None = field(default=None, repr=False)
+    lock_copy: Lock | None = field(default=None, repr=False)
+    drifts: tuple[Drift, ...] = field(default=(), repr=False)
 
     @property
     def attempts(self) -> pd.DataFrame:
@@ -265,6 +275,7 @@ def load_run(path: str | os.PathLike, *, strict: bool = True, skip_evidence: boo
         selection = read_selection(run_dir / SELECTION, plan=plan, records=records, strict=strict)
         hashes[SELECTION] = selection.sha256
     anomalies = _anomaly_frame(records, plan, invalid, selection.anomalies if selection is not None else ())
+    locked = manifest_lock(manifest) is not None
     return Run(
         path=run_dir,
         manifest=manifest,
@@ -276,4 +287,6 @@ def load_run(path: str | os.PathLike, *, strict: bool = True, skip_evidence: boo
         strict=strict,
         evidence_checked=not skip_evidence,
         selection=selection,
+        lock_copy=read_lock_copy(run_dir, manifest) if locked else None,
+        drifts=read_drifts(run_dir, records, manifest) if locked else (),
     )

@@ -17,7 +17,7 @@ from dataclasses import replace
 from capbench_nb.format.artifact_files import ATTEMPT
 from capbench_nb.simulation.artifacts import artifact_documents
 from capbench_nb.simulation.generator import DrawnAttempt
-from capbench_nb.suite.lock import Lock
+from capbench_nb.records.lock import Lock
 
 __all__ = ["locked_run", "preflight_documents", "OTHER_LOCK"]
 

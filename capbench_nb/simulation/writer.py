@@ -233,7 +233,7 @@ def simulate_run(
 
     out.mkdir(parents=True, exist_ok=True)
     if lock is not None:
-        from capbench_nb.suite.lock import dumps_lock
+        from capbench_nb.records.lock import dumps_lock
 
         _write(out / "suite.lock.json", dumps_lock(lock))
     _write(out / "manifest.json", json.dumps(run.manifest, ensure_ascii=False, indent=2) + "\n")

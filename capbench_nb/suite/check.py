@@ -2,7 +2,8 @@
 
 - :func:`lock_at_hand`: the lock a check uses: the one named, else the run's copy
   ``RUN_DIR/suite.lock.json`` (whose digest must be the manifest's ``suite.lock``: ``lock-copy``), else None;
-- :func:`drifted_attempts`: the counted attempts whose attempt.json shows drift;
+- :func:`drifted_attempts`: the counted attempts whose attempt.json shows drift (``load_run`` reads them for a
+  run that names a lock: :attr:`~capbench_nb.records.run.Run.drifts`);
 - :func:`check_run`: a :class:`LockCheck` (findings of every kind, in :data:`~capbench_nb.format.FINDING_KINDS`
   order); :meth:`LockCheck.document` is the ``lock`` block of metrics.json.
 """
@@ -11,18 +12,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
-from capbench_nb.errors import InvalidRunError
-from capbench_nb.format.lock import FINDING_KINDS, LOCK_DETAIL_NAMES, LOCK_FILE
-from capbench_nb.io.jsonparse import parse_document
+from capbench_nb.format.lock import FINDING_KINDS, LOCK_DETAIL_NAMES
+from capbench_nb.records.drift import Drift, read_drifts, read_lock_copy
+from capbench_nb.records.lock import Lock, load_lock
 from capbench_nb.records.manifest import manifest_lock
-from capbench_nb.records.outcome import json_equal, preflight_drift
+from capbench_nb.records.outcome import json_equal
 from capbench_nb.records.run import Run
 from capbench_nb.suite.draft import plan_labels
-from capbench_nb.suite.lock import Lock, load_lock
 
-__all__ = ["Finding", "Drift", "LockCheck", "lock_at_hand", "drifted_attempts", "check_run", "lock_document"]
+__all__ = ["Finding", "LockCheck", "lock_at_hand", "drifted_attempts", "check_run", "lock_document"]
 
 
 @dataclass(frozen=True)
@@ -37,18 +36,6 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.detail}"
-
-
-@dataclass(frozen=True)
-class Drift:
-    """A counted attempt whose attempt.json shows drift, with the drift's evidence (spec section 12)."""
-
-    task_id: str
-    attempt: int
-    line: int
-    eligible: bool
-    evidence: tuple[str, ...]
-    artifact_dir: str | None
 
 
 @dataclass(frozen=True)
@@ -82,54 +69,30 @@ class LockCheck:
                 "drifted_tasks": list(self.drifted_tasks), "findings": [f.to_dict() for f in self.findings]}
 
 
-def lock_at_hand(run_dir: str | os.PathLike, manifest: dict, lock_path: str | os.PathLike | None = None) -> Lock | None:
-    """The lock to check a run against: ``lock_path``, else the run's copy, else None.
+def lock_at_hand(run: Run, lock_path: str | os.PathLike | None = None) -> Lock | None:
+    """The lock to check a run against (``suite check``): ``lock_path``, else the run's copy, else None.
+
+    A run that names a lock has its copy read and checked by ``load_run`` (:attr:`Run.lock_copy`); a
+    copy in a run that names none is read here, and is invalid (``lock-copy``).
 
     Raises
     ------
     InvalidRunError
-        An invalid lock; or the run's copy when its digest is not the manifest's ``suite.lock``
-        (``lock-copy``: the run is invalid, spec section 12).
+        An invalid lock; or the run's copy when its digest is not the manifest's ``suite.lock``.
     """
     if lock_path is not None:
         return load_lock(lock_path)
-    copy = Path(run_dir) / LOCK_FILE
-    if not copy.exists():
-        return None
-    lock = load_lock(copy)
-    named = manifest_lock(manifest)
-    if lock.digest != named:
-        raise InvalidRunError(str(copy), "lock-copy", f"the run's lock copy has digest {lock.digest}, but its "
-                              f"manifest names suite.lock {named if named is not None else 'none'}", pointer="/digest")
-    return lock
-
-
-def _attempt_doc(run: Run, artifact_dir) -> dict | None:
-    """The attempt.json of a record, or None when it cannot be read (a run shared without attempts/)."""
-    if not isinstance(artifact_dir, str):
-        return None
-    file = run.path / artifact_dir / "attempt.json"
-    try:
-        doc = parse_document(file.read_bytes(), file=str(file), rule="artifact-json")
-    except (OSError, InvalidRunError):
-        return None
-    return doc if isinstance(doc, dict) else None
+    if manifest_lock(run.manifest) is not None:
+        return run.lock_copy
+    return read_lock_copy(run.path, run.manifest)
 
 
 def drifted_attempts(run: Run) -> tuple[Drift, ...]:
-    """The counted attempts (planned tasks, within planned repeats) whose attempt.json shows drift
-    against the manifest's ``suite.lock``, in file order.  An attempt.json that cannot be read shows none."""
-    lock = manifest_lock(run.manifest)
-    records = run.records[run.records["anomaly"].isna()]
-    out = []
-    for task_id, attempt, line, eligible, artifact_dir in zip(
-            records["task_id"], records["attempt"], records["line"], records["agent_eligible"], records["artifact_dir"]):
-        artifact_dir = artifact_dir if isinstance(artifact_dir, str) else None  # pd.NA: no artifact directory
-        doc = _attempt_doc(run, artifact_dir)
-        evidence = preflight_drift(doc, lock) if doc is not None else ()
-        if evidence:
-            out.append(Drift(str(task_id), int(attempt), int(line), bool(eligible), evidence, artifact_dir))
-    return tuple(out)
+    """The run's drifted counted attempts: :attr:`Run.drifts` when it names a lock (read by ``load_run``),
+    else read here against no lock (``suite check`` of a run that names none)."""
+    if manifest_lock(run.manifest) is not None:
+        return run.drifts
+    return read_drifts(run.path, run.records, run.manifest)
 
 
 def _names(items: list[str]) -> str:
@@ -200,4 +163,4 @@ def lock_document(run: Run) -> dict | None:
     else None: a run without a lock says nothing about locks."""
     if manifest_lock(run.manifest) is None:
         return None
-    return check_run(run, lock_at_hand(run.path, run.manifest)).document()
+    return check_run(run, run.lock_copy).document()

@@ -12,7 +12,7 @@ from capbench_nb.errors import InvalidRunError
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.records.run import load_run
 from capbench_nb.suite.check import check_run, lock_at_hand, lock_document
-from capbench_nb.suite.lock import check_lock, dumps_lock, make_lock
+from capbench_nb.records.lock import check_lock, dumps_lock, make_lock
 from conftest import SAMPLE_RUN, attempt_doc, manifest, record, write_attempt, write_run
 
 TASKS = [{"task_id": "t1", "repeats": 2, "app": "settings"}, {"task_id": "t2", "repeats": 2, "app": "clock"}]
@@ -93,11 +93,20 @@ def test_the_run_copy_must_carry_the_named_digest(tmp_path):
     lock = make()
     path = run_of(tmp_path, "sha256:" + "0" * 64)
     (path / "suite.lock.json").write_text(dumps_lock(lock), encoding="utf-8")
+    with pytest.raises(InvalidRunError) as info:  # the run is invalid (spec 12): load_run says so, for every command
+        load_run(path)
+    assert info.value.rule == "lock-copy" and info.value.file == str(path / "suite.lock.json")
+
+
+def test_a_copy_in_a_run_that_names_no_lock_is_invalid_for_suite_check(tmp_path):
+    lock = make()
+    path = run_of(tmp_path, None)
+    (path / "suite.lock.json").write_text(dumps_lock(lock), encoding="utf-8")
+    run = load_run(path)
+    assert run.lock_copy is None and run.drifts == ()  # nothing named, nothing read
     with pytest.raises(InvalidRunError) as info:
-        lock_at_hand(path, load_run(path).manifest)
+        lock_at_hand(run)
     assert info.value.rule == "lock-copy"
-    with pytest.raises(InvalidRunError):
-        compute_metrics(load_run(path))
 
 
 def test_metrics_json_lock_block(tmp_path):
@@ -117,3 +126,31 @@ def test_a_run_without_a_lock_says_nothing_about_locks():
 def test_check_lock_keeps_the_file_name():
     lock = make()
     assert check_lock(dict(lock), "x.json").file == "x.json"
+
+
+def test_metrics_and_the_lock_section_read_no_file_after_load_run(tmp_path, monkeypatch):
+    """The lock copy and the drifted attempts are read by load_run (records), never by metrics or a page:
+    with the run's files gone after loading, metrics.json's lock block and the report's section are unchanged."""
+    import shutil
+
+    import capbench_nb.outputs.report.lock as section
+
+    lock = make()
+    drifted = attempt_doc(task_id="t2", attempt=2, preflight={"lock": lock.digest, "probes": [
+        {"name": "locale", "expected": "en-US", "observed": "en-GB"}]})
+    records = [record("t1", 1), record("t1", 2), record("t2", 1),
+               record("t2", 2, "E", artifact_dir="attempts/t2/2", failure_stage="setup",
+                      evidence=["attempt.json#/preflight/probes/0"])]
+    path = run_of(tmp_path, lock.digest, records=records, attempts={"attempts/t2/2": drifted})
+    (path / "suite.lock.json").write_text(dumps_lock(lock), encoding="utf-8")
+    run = load_run(path)
+    assert run.lock_copy == lock and [d.preflight for d in run.drifts] == [drifted["preflight"]]
+    shown = []
+    monkeypatch.setattr(section, "show_html", shown.append)
+    before = compute_metrics(run)
+    section.show_lock(before, run)
+    shutil.rmtree(path)
+    assert compute_metrics(run) == before
+    section.show_lock(before, run)
+    assert shown[0] == shown[1] and "en-GB" in shown[0] and "en-US" in shown[0]
+    assert before["lock"]["checked"] is True and before["lock"]["drifted_attempts"] == 1

@@ -9,7 +9,7 @@ from capbench_nb.metrics.board import board
 from capbench_nb.metrics.comparison import WARNING_CODES, compatibility_warnings
 from capbench_nb.records.run import load_run
 from capbench_nb.suite.diff import differing_paths, lock_differences
-from capbench_nb.suite.lock import dumps_lock, make_lock
+from capbench_nb.records.lock import dumps_lock, make_lock
 from conftest import SAMPLE_RUN
 
 BASE = {

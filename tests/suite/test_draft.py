@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from capbench_nb.suite.draft import draft_from_run, plan_labels
-from capbench_nb.suite.lock import make_lock
+from capbench_nb.records.lock import make_lock
 from conftest import SAMPLE_RUN, manifest, write_run
 
 

@@ -12,7 +12,7 @@ from capbench_nb.simulation.drift import preflight_documents
 from capbench_nb.simulation.writer import build_run, simulate_run
 from capbench_nb.suite.check import check_run
 from capbench_nb.suite.draft import draft_from_run
-from capbench_nb.suite.lock import make_lock
+from capbench_nb.records.lock import make_lock
 from conftest import read_jsonl
 
 ARGS = {"tasks": 12, "repeats": 3, "seed": 7}

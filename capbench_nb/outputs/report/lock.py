@@ -4,8 +4,8 @@ Near the top of the report: the lock's digest, the pins a reader cares about (de
 locale, region, network, app versions) in a compact table, the drifted attempts (each linked to the
 task explorer, each failed probe as expected vs observed) and the findings of the check as a red
 banner.  The numbers (drifted attempts, findings) come from metrics.json's ``lock`` block; the pins
-from the run's lock copy, the probes from the drifted attempts' attempt.json.  A run without a lock
-shows nothing at all.
+from the run's lock copy, the probes from the drifted attempts' preflight (both read by ``load_run``;
+nothing here reads a file).  A run without a lock shows nothing at all.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from capbench_nb.format.lock import LOCK_FILE, LOCK_PIN_ROWS
+from capbench_nb.format.lock import LOCK_PIN_ROWS
 from capbench_nb.io.pointer import EvidenceError, resolve_pointer
 from capbench_nb.outputs.html.escaping import html_escape
 from capbench_nb.outputs.html.formatting import plural
@@ -58,10 +58,10 @@ def _probe_text(probe: Any) -> Raw:
                f'{html_escape(_text(probe.get("observed")))}</span>')
 
 
-def _drift_rows(drifts, documents: Mapping, positions: Mapping) -> list[list[Any]]:
+def _drift_rows(drifts, positions: Mapping) -> list[list[Any]]:
     rows = []
     for d in drifts[:MAX_DRIFT_ROWS]:
-        preflight = (documents.get((d.task_id, d.attempt)) or {}).get("preflight") or {}
+        preflight = d.preflight or {}
         shown = []
         for ref in d.evidence:
             pointer = ref.partition("#")[2]
@@ -79,8 +79,7 @@ def _drift_rows(drifts, documents: Mapping, positions: Mapping) -> list[list[Any
     return rows
 
 
-def lock_html(doc: Mapping, lock: Mapping | None, drifts=(), documents: Mapping | None = None,
-              positions: Mapping | None = None) -> str:
+def lock_html(doc: Mapping, lock: Mapping | None, drifts=(), positions: Mapping | None = None) -> str:
     """The section's HTML ('' for a run without a lock).
 
     Parameters
@@ -90,9 +89,7 @@ def lock_html(doc: Mapping, lock: Mapping | None, drifts=(), documents: Mapping 
     lock : mapping or None
         The run's lock copy, when at hand.
     drifts : sequence of Drift
-        :func:`capbench_nb.suite.check.drifted_attempts` of the run.
-    documents : mapping
-        ``(task_id, attempt) -> attempt.json`` of the drifted attempts.
+        The run's drifted attempts (``Run.drifts``), each with its preflight.
     positions : mapping
         ``task_id -> plan position`` (the explorer's anchors).
     """
@@ -117,7 +114,7 @@ def lock_html(doc: Mapping, lock: Mapping | None, drifts=(), documents: Mapping 
         parts.append(paragraph(f"{plural(n, 'attempt')} of {plural(len(tasks), 'task')} drifted from the lock: "
                                "the device did not match it before the attempt, so the attempt is an environment "
                                "failure (not agent-eligible) unless its record says otherwise.", "cb-note"))
-        rows = _drift_rows(list(drifts), documents or {}, positions or {})
+        rows = _drift_rows(list(drifts), positions or {})
         if rows:
             parts.append(html_table(["task", "attempt", "agent-eligible", "drift (expected vs observed)"], rows,
                                     numeric=(1,), caption="Drifted attempts", scroll=True))
@@ -127,23 +124,13 @@ def lock_html(doc: Mapping, lock: Mapping | None, drifts=(), documents: Mapping 
 
 
 def show_lock(doc: Mapping, run=None) -> None:
-    """Display the section for a run that names a lock; nothing otherwise."""
+    """Display the section for a run that names a lock; nothing otherwise.  The pins come from the
+    run's lock copy and the probes from its drifted attempts, both read by ``load_run``
+    (``Run.lock_copy``, ``Run.drifts``)."""
     if not isinstance(doc.get("lock"), Mapping):
         return
-    from capbench_nb.suite.check import drifted_attempts
-    from capbench_nb.suite.lock import load_lock
-
-    lock, drifts, documents, positions = None, (), {}, {}
+    lock, drifts, positions = None, (), {}
     if run is not None:
-        path = run.path / LOCK_FILE
-        if path.exists():
-            lock = load_lock(path)
-        drifts = drifted_attempts(run)
-        for d in drifts[:MAX_DRIFT_ROWS]:
-            try:
-                documents[(d.task_id, d.attempt)] = json.loads((run.path / d.artifact_dir / "attempt.json").read_text(
-                    encoding="utf-8"))
-            except (OSError, ValueError, TypeError):
-                pass
+        lock, drifts = run.lock_copy, run.drifts
         positions = {t: i for i, t in enumerate(run.plan["task_id"].tolist())}
-    show_html(lock_html(doc, lock, drifts, documents, positions))
+    show_html(lock_html(doc, lock, drifts, positions))

@@ -15,7 +15,7 @@ from pathlib import Path
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.metrics.subset import RULE
-from capbench_nb.suite.lock import load_lock, lock_digest
+from capbench_nb.records.lock import load_lock, lock_digest
 from capbench_nb.outputs.html.escaping import md_escape
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 

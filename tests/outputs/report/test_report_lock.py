@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from capbench_nb.outputs.report.lock import lock_html
-from capbench_nb.suite.check import Drift
+from capbench_nb.records.drift import Drift
 from conftest import HOSTILE_TEXTS
 
 DIGEST = "sha256:" + "ab" * 32
@@ -33,13 +33,12 @@ def test_digest_pins_and_no_banner_without_findings():
 
 
 def test_findings_as_a_red_banner_and_drifts_linked_to_the_explorer():
-    drifts = [Drift("t1", 2, 3, False, ("attempt.json#/preflight/probes/1",), "attempts/t1/2"),
-              Drift("t2", 1, 4, True, ("attempt.json#/preflight/lock",), "attempts/t2/1")]
-    documents = {("t1", 2): {"preflight": {"probes": [{"name": "a", "expected": 1, "observed": 1},
-                                                     {"name": "locale", "expected": "en-US", "observed": "en-GB"}]}},
-                 ("t2", 1): {"preflight": {"lock": "sha256:old"}}}
+    drifts = [Drift("t1", 2, 3, False, ("attempt.json#/preflight/probes/1",), "attempts/t1/2",
+                    {"probes": [{"name": "a", "expected": 1, "observed": 1},
+                                {"name": "locale", "expected": "en-US", "observed": "en-GB"}]}),
+              Drift("t2", 1, 4, True, ("attempt.json#/preflight/lock",), "attempts/t2/1", {"lock": "sha256:old"})]
     html = lock_html(block([("labels", "task 't1': labels differ on 'app'")], 2, ["t1", "t2"]), LOCK, drifts,
-                     documents, {"t1": 0, "t2": 5})
+                     {"t1": 0, "t2": 5})
     assert 'class="cb-lock-findings"' in html and "#cf222e" in html and "<b>labels</b>" in html
     assert 'href="#cb-explorer-task-0"' in html and 'href="#cb-explorer-task-5"' in html
     assert "locale: expected" in html and "en-GB" in html and "sha256:old" in html
@@ -49,18 +48,17 @@ def test_findings_as_a_red_banner_and_drifts_linked_to_the_explorer():
 @pytest.mark.parametrize("text", HOSTILE_TEXTS)
 def test_run_data_reaches_the_html_as_text(text):
     lock = {**LOCK, "platform": {"device": text}, "apps": [{"package": text, "version_code": text}]}
-    drifts = [Drift(text, 1, 1, True, ("attempt.json#/preflight/probes/0",), "x")]
-    documents = {(text, 1): {"preflight": {"probes": [{"name": text, "expected": text, "observed": 0}]}}}
-    html = lock_html(block([(text, text)], 1, [text]), lock, drifts, documents, {text: 0})
+    drifts = [Drift(text, 1, 1, True, ("attempt.json#/preflight/probes/0",), "x",
+                    {"probes": [{"name": text, "expected": text, "observed": 0}]})]
+    html = lock_html(block([(text, text)], 1, [text]), lock, drifts, {text: 0})
     assert "<script>" not in html and "<img" not in html and "<!--" not in html
 
 
 def test_the_section_in_chromium(tmp_path, open_page):
-    drifts = [Drift("<b>t1</b>", 1, 1, True, ("attempt.json#/preflight/probes/0",), "x")]
-    documents = {("<b>t1</b>", 1): {"preflight": {"probes": [{"name": "locale", "expected": "en-US",
-                                                              "observed": "<img src=x onerror=alert(1)>"}]}}}
+    drifts = [Drift("<b>t1</b>", 1, 1, True, ("attempt.json#/preflight/probes/0",), "x",
+                    {"probes": [{"name": "locale", "expected": "en-US", "observed": "<img src=x onerror=alert(1)>"}]})]
     html = lock_html(block([("drift_counted", "<script>alert(2)</script>")], 1, ["<b>t1</b>"]), LOCK, drifts,
-                     documents, {"<b>t1</b>": 0})
+                     {"<b>t1</b>": 0})
     page_file = tmp_path / "page.html"
     page_file.write_text(f'<!doctype html><meta charset="utf-8">'
                          f'<div class="cb">{html}<div id="cb-explorer-task-0">here</div></div>', encoding="utf-8")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format.limits import MAX_LOCK_BYTES
 from capbench_nb.format.lock import LOCK, LOCK_CHECKS
-from capbench_nb.suite.lock import (
+from capbench_nb.records.lock import (
     dumps_lock, is_secret_reference, load_lock, lock_digest, lock_problems, make_lock, read_spec,
 )
 
