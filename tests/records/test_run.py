@@ -44,7 +44,8 @@ def test_repr_stays_short_whatever_the_manifest_holds(tmp_path):
 def test_the_dataclass_keeps_its_fields_and_equality():
     run = cb.load_run(SAMPLE_RUN)
     assert [f.name for f in dataclasses.fields(run)] == ["path", "manifest", "plan", "k", "records", "anomalies",
-                                                           "hashes", "strict", "evidence_checked", "selection"]
+                                                           "hashes", "strict", "evidence_checked", "selection",
+                                                           "lock_copy", "drifts"]
     assert run.run_id == "sim-4759" and run == run
 
 
