@@ -31,7 +31,7 @@ from capbench_nb.records.evidence import EvidenceResolver
 from capbench_nb.records.views import outcome_codes
 
 __all__ = ["FULL_DETAIL_ATTEMPTS", "RESOLVE_BUDGET", "VALUE_CHARS", "ERROR_CHARS", "AttemptDetails", "attempt_details",
-           "clip_text"]
+           "clip_text", "evidence_texts"]
 
 #: Counted attempts up to which every attempt keeps its details (beyond: successes are summarised).
 FULL_DETAIL_ATTEMPTS = 200_000
@@ -241,3 +241,53 @@ def attempt_details(run, *, full_detail: int = FULL_DETAIL_ATTEMPTS,
     return AttemptDetails(rows=d, task_position=dpos, codes=dcodes, references=references, evidence=evidence,
                           errors=errors, files=files, attempts=int(len(a)), summarised=bool(summarised),
                           resolved=int(len(first)), full_detail=int(full_detail), resolve_budget=int(resolve_budget))
+
+
+def evidence_texts(run, attempts, *, budget: int, text=str) -> tuple[dict[tuple[str, int], list[list]], int]:
+    """The evidence of chosen counted attempts, each reference with what it names, read within a budget
+    (the comparison page's flipped tasks).
+
+    Parameters
+    ----------
+    run : Run
+        The loaded run.
+    attempts : iterable of (task_id, attempt)
+        The attempts, in the order their references are resolved; a pair that is not a counted attempt
+        is skipped.
+    budget : int
+        References resolved at most; the ones beyond are listed unresolved.
+    text : callable, default str
+        Applied to the JSON text of each value as it is read (a page's clipping), so that a long value
+        is never kept whole.
+
+    Returns
+    -------
+    (dict, int)
+        ``(task_id, attempt) -> [[reference, value text or None, why it did not resolve or None], ...]`` in
+        record order (both None: beyond the budget), and the number of references resolved.
+    """
+    frame = run.attempts
+    index = {(task, int(number)): (adir if isinstance(adir, str) else None, refs)
+             for task, number, adir, refs in zip(frame["task_id"].astype(object), frame["attempt"],
+                                                 frame["artifact_dir"].astype(object), frame["evidence"].astype(object))}
+    resolver = EvidenceResolver(run.path)
+    out: dict[tuple[str, int], list[list]] = {}
+    used = 0
+    for key in attempts:
+        if key not in index or key in out:
+            continue
+        adir, refs = index[key]
+        entries = []
+        for ref in _json_list(refs):
+            if used >= budget:
+                entries.append([ref, None, None])
+                continue
+            used += 1
+            try:
+                value = resolver.resolve(adir, ref)
+            except (EvidenceError, OSError, ValueError) as exc:
+                entries.append([ref, None, str(exc)])
+                continue
+            entries.append([ref, text(json.dumps(value, ensure_ascii=False, sort_keys=True)), None])
+        out[key] = entries
+    return out, used

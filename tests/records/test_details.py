@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import capbench_nb as cb
-from capbench_nb.records.details import ERROR_CHARS, attempt_details, clip_text
+from capbench_nb.records.details import ERROR_CHARS, attempt_details, clip_text, evidence_texts
 
 from conftest import manifest, record, write_run
 
@@ -54,3 +54,22 @@ def test_error_messages_are_clipped():
     text = "x" * (ERROR_CHARS + 5)
     assert clip_text(text, ERROR_CHARS) == "x" * ERROR_CHARS + "… (5 more characters)"
     assert clip_text("short", ERROR_CHARS) == "short"
+
+
+def test_evidence_texts_of_chosen_attempts_in_order_within_a_budget(tmp_path):
+    records = [record("t1", 1, "A", artifact_dir="attempts/t1/1", evidence=["a.json#/x", "a.json#/missing"]),
+               record("t2", 1, "A", artifact_dir="attempts/t2/1", evidence=["b.json#/y"]),
+               record("t2", 2, "S")]
+    for adir, name, doc in (("attempts/t1/1", "a.json", {"x": {"b": 2, "a": "é"}}), ("attempts/t2/1", "b.json", {"y": 7})):
+        (tmp_path / "run" / adir).mkdir(parents=True)
+        (tmp_path / "run" / adir / name).write_text(json.dumps(doc), encoding="utf-8")
+    run = _run(tmp_path, records, [("t1", 1), ("t2", 2)])
+    found, used = evidence_texts(run, [("t2", 1), ("t1", 1), ("t9", 1), ("t2", 2)], budget=2, text=str.upper)
+    assert used == 2 and list(found) == [("t2", 1), ("t1", 1), ("t2", 2)]  # t9: not a counted attempt, skipped
+    assert found[("t2", 1)] == [["b.json#/y", "7", None]]
+    [first, second] = found[("t1", 1)]
+    assert first == ["a.json#/x", '{"A": "É", "B": 2}', None]  # the JSON text (keys sorted), through `text`
+    assert second == ["a.json#/missing", None, None]  # beyond the budget: named, unread
+    assert found[("t2", 2)] == []
+    found, used = evidence_texts(run, [("t1", 1)], budget=5)
+    assert used == 2 and found[("t1", 1)][1][1] is None and found[("t1", 1)][1][2]  # why it did not resolve

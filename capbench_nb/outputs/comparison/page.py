@@ -22,18 +22,16 @@ network.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from capbench_nb.format import TELEMETRY_MS_FIELDS
-from capbench_nb.io.pointer import EvidenceError
 from capbench_nb.metrics.comparison import check_warning_kinds
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.outputs.comparison.script import flips_script
 from capbench_nb.outputs.html.assets import PAGE_CSS, island_id, island_json, json_island
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
 from capbench_nb.outputs.html.formatting import fmt_ms, fmt_p, fmt_pct, fmt_pp, is_null, metric_label
-from capbench_nb.records.evidence import EvidenceResolver
+from capbench_nb.records.details import evidence_texts
 
 __all__ = [
     "MAX_DETAIL_TASKS",
@@ -311,18 +309,6 @@ def _flip_order(doc: dict, run_a: Any) -> list[str]:
     return [t for t in run_a.plan["task_id"].astype(object) if t in flipped]
 
 
-def _evidence_list(value: Any) -> list[str]:
-    """An attempt's evidence references, whether the table holds a JSON string or a list."""
-    if is_null(value) if not isinstance(value, (list, tuple)) else False:
-        return []
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return [value]
-    return [str(v) for v in value] if isinstance(value, (list, tuple)) or hasattr(value, "tolist") else []
-
-
 def _tokens(value: Any) -> str:
     """A token count in a column headed "tokens": the number alone."""
     return "n/a" if is_null(value) else f"{int(value):,}"
@@ -337,36 +323,29 @@ def _outcome(row: dict) -> str:
     return f"ineligible: {plain_label(failure or 'unknown', 60)}"
 
 
-class _Evidence:
-    """Resolves evidence references of one run, at most ``budget`` of them (shared by both runs' calls)."""
-
-    def __init__(self, run: Any, budget: list[int]) -> None:
-        self.resolver = EvidenceResolver(run.path)
-        self.budget = budget
-
-    def value(self, artifact_dir: Any, reference: str) -> str:
-        if self.budget[0] <= 0:
-            return f"not resolved here (the page resolves at most {MAX_EVIDENCE:,} references)"
-        self.budget[0] -= 1
-        try:
-            found = self.resolver.resolve(None if is_null(artifact_dir) else str(artifact_dir), reference)
-        except (EvidenceError, OSError, ValueError) as exc:
-            return f"not resolved: {plain_label(exc, _EVIDENCE_CHARS)}"
-        text = json.dumps(found, ensure_ascii=False, sort_keys=True)
-        return plain_label(text, _EVIDENCE_CHARS)
+def _evidence_cell(value: str | None, reason: str | None) -> str:
+    if value is not None:
+        return value
+    if reason is not None:
+        return f"not resolved: {plain_label(reason, _EVIDENCE_CHARS)}"
+    return f"not resolved here (the page resolves at most {MAX_EVIDENCE:,} references)"
 
 
-def _attempt_rows(run: Any, tasks: list[str], evidence: _Evidence) -> dict[str, list[dict]]:
-    """Per task: one row per planned attempt number (``missing`` when absent) and any counted attempt."""
+def _attempt_rows(run: Any, tasks: list[str], budget: list[int]) -> dict[str, list[dict]]:
+    """Per task: one row per planned attempt number (``missing`` when absent) and any counted attempt, with
+    the evidence the records view resolves (at most ``budget[0]`` references, shared by both runs' calls)."""
     frame = run.attempts
     frame = frame[frame["task_id"].isin(set(tasks))]
     planned = dict(zip(run.plan["task_id"].astype(object), run.plan["planned_repeats"].astype(int)))
     by_task: dict[str, dict[int, dict]] = {t: {} for t in tasks}
-    columns = ["task_id", "attempt", "artifact_dir", "success", "agent_eligible", "failure_class", "failure_stage",
-               "quality_score", "task_wall_ms", "total_tokens", "evidence"]
+    columns = ["task_id", "attempt", "success", "agent_eligible", "failure_class", "failure_stage",
+               "quality_score", "task_wall_ms", "total_tokens"]
     for values in zip(*(frame[c].astype(object).tolist() for c in columns)):
         row = dict(zip(columns, values))
         by_task[row["task_id"]][int(row["attempt"])] = row
+    evidence, used = evidence_texts(run, [(t, n) for t in tasks for n in sorted(by_task[t])], budget=budget[0],
+                                    text=lambda value: plain_label(value, _EVIDENCE_CHARS))
+    budget[0] -= used
     out = {}
     for task in tasks:
         rows = []
@@ -376,13 +355,13 @@ def _attempt_rows(run: Any, tasks: list[str], evidence: _Evidence) -> dict[str, 
                 rows.append({"cells": [str(number), "missing", "", "", "", ""], "evidence": []})
                 continue
             stage = "" if is_null(row["failure_stage"]) else plain_label(row["failure_stage"], 60)
-            refs = _evidence_list(row["evidence"])
             rows.append({
                 "cells": [str(number), _outcome(row), stage,
                           "" if is_null(row["quality_score"]) else f"{float(row['quality_score']):.3f}",
                           fmt_telemetry("task_wall_ms", row["task_wall_ms"]),
                           _tokens(row["total_tokens"])],
-                "evidence": [[plain_label(ref, 200), evidence.value(row["artifact_dir"], ref)] for ref in refs],
+                "evidence": [[plain_label(ref, 200), _evidence_cell(value, reason)]
+                             for ref, value, reason in evidence[(task, number)]],
             })
         out[task] = rows
     return out
@@ -442,8 +421,8 @@ def flips_data(doc: dict, run_a: Any, run_b: Any, *, metrics_a: dict | None = No
         tasks.append({"id": task, "cells": cells, "keys": keys})
     detail = order[:MAX_DETAIL_TASKS]
     budget = [MAX_EVIDENCE]
-    rows_a = _attempt_rows(run_a, detail, _Evidence(run_a, budget))
-    rows_b = _attempt_rows(run_b, detail, _Evidence(run_b, budget))
+    rows_a = _attempt_rows(run_a, detail, budget)
+    rows_b = _attempt_rows(run_b, detail, budget)
     label_a = f"A: {plain_label(doc['run_a']['run_id'], 120)}"
     label_b = f"B: {plain_label(doc['run_b']['run_id'], 120)}"
     attempts = {t: {"a": {"label": label_a, "rows": rows_a[t], "empty": "no attempt recorded"},
