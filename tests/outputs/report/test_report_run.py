@@ -51,6 +51,15 @@ def built(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def tiny_notebook(tmp_path_factory) -> Path:
+    """A two-cell report notebook (metrics.json and summary.md, no figures): for the tests of publishing,
+    which are about where the four outputs go, not what the page shows."""
+    notebook = tmp_path_factory.mktemp("tiny") / "tiny.ipynb"
+    notebook.write_text(json.dumps(TINY_REPORT_NOTEBOOK), encoding="utf-8")
+    return notebook
+
+
+@pytest.fixture(scope="module")
 def expected_doc() -> dict:
     return compute_metrics(load_run(SAMPLE_RUN))
 
@@ -434,7 +443,7 @@ def test_explore_notebook_runs_with_its_defaults_from_the_notebooks_folder(tmp_p
     assert sorted(p.name for p in NOTEBOOKS.iterdir()) == before  # nothing written next to the notebooks
 
 
-def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path, monkeypatch):
+def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path, monkeypatch, tiny_notebook):
     """A mount point cannot be renamed or exchanged (EBUSY, EXDEV): the outputs go in file by file, and
     across file systems through a staging folder inside it (simulated: another st_dev for the staging)."""
     import errno
@@ -442,7 +451,7 @@ def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path
     from capbench_nb.io import publish
 
     out = tmp_path / "mounted"
-    reportrun.build_report(SAMPLE_RUN, out, progress=False)
+    reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=tiny_notebook)
     inode = out.stat().st_ino
     previous = {name: (out / name).stat().st_ino for name in OUTPUTS}
 
@@ -467,7 +476,7 @@ def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path
     monkeypatch.setattr(publish, "rename_exchange", busy)
     monkeypatch.setattr(os, "rename", rename)
     monkeypatch.setattr(os, "stat", stat)
-    reportrun.build_report(SAMPLE_RUN, out, progress=False)
+    reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=tiny_notebook)
     monkeypatch.undo()
     assert out.stat().st_ino == inode  # the folder itself stayed
     assert all((out / name).stat().st_ino != previous[name] for name in OUTPUTS)  # every file replaced
@@ -475,11 +484,11 @@ def test_an_output_directory_that_cannot_move_is_published_file_by_file(tmp_path
     assert verify(SAMPLE_RUN, out) == []
 
 
-def test_an_output_directory_with_a_name_at_the_file_system_limit(tmp_path):
+def test_an_output_directory_with_a_name_at_the_file_system_limit(tmp_path, tiny_notebook):
     out = tmp_path / ("é" * 127)  # 254 bytes: no room for a prefix and a suffix around it
-    reportrun.build_report(SAMPLE_RUN, out, progress=False)
+    reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=tiny_notebook)
     first = out.stat().st_ino
-    reportrun.build_report(SAMPLE_RUN, out, progress=False)
+    reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=tiny_notebook)
     assert out.stat().st_ino != first  # the second replaced the first as a whole (a folder swap)
     assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS)
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
@@ -503,14 +512,12 @@ def bind_mount(source: Path, target: Path, *, read_only: bool = False):
         subprocess.run(["umount", str(target)], check=True, capture_output=True)
 
 
-def test_a_report_into_a_bind_mount(tmp_path):
+def test_a_report_into_a_bind_mount(tmp_path, tiny_notebook):
     """A rename from the staging folder beside the mount point into it is EXDEV, though both show one st_dev:
     the outputs go in through a staging folder inside it."""
-    notebook = tmp_path / "tiny.ipynb"
-    notebook.write_text(json.dumps(TINY_REPORT_NOTEBOOK), encoding="utf-8")
     (tmp_path / "disk").mkdir()
     with bind_mount(tmp_path / "disk", tmp_path / "mounted") as out:
-        reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=notebook)
+        reportrun.build_report(SAMPLE_RUN, out, progress=False, notebook=tiny_notebook)
         assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS) and leftovers(out) == []
         assert verify(SAMPLE_RUN, out) == []
     assert sorted(p.name for p in (tmp_path / "disk").iterdir()) == sorted(OUTPUTS)
