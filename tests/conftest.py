@@ -841,6 +841,36 @@ TINY_REPORT_NOTEBOOK = {
 }
 
 
+#: A comparison notebook of two cells: comparison.json and comparison.md exactly as compare_runs.ipynb writes them,
+#: no page sections; for the tests of ``compare``'s exit codes and warnings (``tiny_comparison`` puts it in place).
+TINY_COMPARE_NOTEBOOK = {
+    "nbformat": 4, "nbformat_minor": 5,
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                 "language_info": {"name": "python"}},
+    "cells": [
+        {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
+         "outputs": [], "source": 'run_a = ""\nrun_b = ""\nout_dir = ""\nreport_dir = ""\nstrict = False\n'
+                                  'allow_diff = []\nseed = 0\nn_boot = 2000\nallow_invalid = False\nskip_evidence = False\n'},
+        {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "import capbench_nb\nfrom capbench_nb.outputs.comparison import files as comparison\n"
+                   "a = capbench_nb.load_run(run_a, strict=not allow_invalid, skip_evidence=skip_evidence)\n"
+                   "b = capbench_nb.load_run(run_b, strict=not allow_invalid, skip_evidence=skip_evidence)\n"
+                   "comparison.write_comparison(comparison.compare_runs(a, b, seed=seed, n_boot=n_boot), out_dir)\n"},
+    ],
+}
+
+
+@pytest.fixture
+def tiny_comparison(tmp_path_factory, monkeypatch):
+    """``compare`` runs TINY_COMPARE_NOTEBOOK in place of compare_runs.ipynb (the page is tested elsewhere)."""
+    from capbench_nb.outputs.comparison import run as comparison_run
+
+    notebook = tmp_path_factory.mktemp("tiny-compare") / "tiny.ipynb"
+    notebook.write_text(json.dumps(TINY_COMPARE_NOTEBOOK), encoding="utf-8")
+    monkeypatch.setattr(comparison_run, "find_notebook", lambda name=None: notebook)
+    return notebook
+
+
 #: ``python -c CLI_SCRIPT ARGV...`` runs ``capbench-nb ARGV`` with two test hooks from the environment:
 #: ``CAPBENCH_TEST_NOTEBOOK``, a report notebook run in place of run_report.ipynb; ``CAPBENCH_TEST_KILL=MODE:DIR``,
 #: a SIGKILL at the commit point of a folder switch: right after the exchange (MODE ``exchange``), or, the exchange

@@ -657,7 +657,7 @@ def test_compare_writes_the_three_outputs(two_runs, tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith("comparison.html")
 
 
-def test_compare_strict_exits_1_on_warnings(tmp_path, capsys):
+def test_compare_strict_exits_1_on_warnings(tmp_path, capsys, tiny_comparison):
     a = write_outcomes_run(tmp_path / "a", plan_manifest([("t1", 2), ("t2", 2)]), outcomes({"t1": "SS", "t2": "AS"}))
     other = plan_manifest([("t1", 2), ("t3", 2)])
     other["suite"]["version"] = "2"
@@ -698,7 +698,7 @@ def two_models(tmp_path):
     return a, b, c
 
 
-def test_compare_strict_allow_diff_passes_when_only_allowed_kinds(two_models, tmp_path, capsys):
+def test_compare_strict_allow_diff_passes_when_only_allowed_kinds(two_models, tmp_path, capsys, tiny_comparison):
     a, b, _ = two_models
     out = tmp_path / "cmp"
     assert main(["compare", str(a), str(b), "--out", str(out), "--strict", "--no-progress"]) == 1
@@ -711,7 +711,7 @@ def test_compare_strict_allow_diff_passes_when_only_allowed_kinds(two_models, tm
     assert captured.out.strip() == str(out / "comparison.html")
 
 
-def test_compare_strict_allow_diff_fails_on_another_kind(two_models, tmp_path, capsys):
+def test_compare_strict_allow_diff_fails_on_another_kind(two_models, tmp_path, capsys, tiny_comparison):
     a, _, c = two_models
     out = tmp_path / "cmp"
     assert main(["compare", str(a), str(c), "--out", str(out), "--strict", "--allow-diff", "model",
