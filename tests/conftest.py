@@ -824,40 +824,39 @@ def hostile_page_run(path: Path) -> Path:
 
 #: A minimal report notebook (the real one's parameters; writes metrics.json and summary.md like it): building,
 #: publishing and interrupting are the same, and a kernel running it costs a second or two instead of a report.
-TINY_REPORT_NOTEBOOK = {
-    "nbformat": 4, "nbformat_minor": 5,
-    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-                 "language_info": {"name": "python"}},
-    "cells": [
-        {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
-         "outputs": [], "source": 'run_dir = ""\nout_dir = ""\nreport_dir = ""\nallow_invalid = False\nslices = []\n'},
-        {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
-         "source": "from pathlib import Path\nimport capbench_nb\nfrom capbench_nb.io import atomic\nfrom capbench_nb.outputs.report import page as reporting\n"
-                   "run = capbench_nb.load_run(run_dir, strict=not allow_invalid)\n"
-                   "doc = capbench_nb.compute_metrics(run, slices=slices)\n"
-                   "atomic.write_atomic(Path(out_dir) / 'metrics.json', atomic.dumps(doc))\n"
-                   "atomic.write_atomic(Path(out_dir) / 'summary.md', reporting.summary_markdown(doc))\n"},
-    ],
-}
+def _two_cell_notebook(parameters: str, work: str) -> dict:
+    """A Python notebook of a ``parameters`` cell and one cell of work (the tests' stand-ins for the real ones)."""
+    return {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                     "language_info": {"name": "python"}},
+        "cells": [
+            {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
+             "outputs": [], "source": parameters},
+            {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [], "source": work},
+        ],
+    }
+
+
+TINY_REPORT_NOTEBOOK = _two_cell_notebook(
+    'run_dir = ""\nout_dir = ""\nreport_dir = ""\nallow_invalid = False\nslices = []\n',
+    "from pathlib import Path\nimport capbench_nb\nfrom capbench_nb.io import atomic\n"
+    "from capbench_nb.outputs.report import page as reporting\n"
+    "run = capbench_nb.load_run(run_dir, strict=not allow_invalid)\n"
+    "doc = capbench_nb.compute_metrics(run, slices=slices)\n"
+    "atomic.write_atomic(Path(out_dir) / 'metrics.json', atomic.dumps(doc))\n"
+    "atomic.write_atomic(Path(out_dir) / 'summary.md', reporting.summary_markdown(doc))\n")
 
 
 #: A comparison notebook of two cells: comparison.json and comparison.md exactly as compare_runs.ipynb writes them,
 #: no page sections; for the tests of ``compare``'s exit codes and warnings (``tiny_comparison`` puts it in place).
-TINY_COMPARE_NOTEBOOK = {
-    "nbformat": 4, "nbformat_minor": 5,
-    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-                 "language_info": {"name": "python"}},
-    "cells": [
-        {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
-         "outputs": [], "source": 'run_a = ""\nrun_b = ""\nout_dir = ""\nreport_dir = ""\nstrict = False\n'
-                                  'allow_diff = []\nseed = 0\nn_boot = 2000\nallow_invalid = False\nskip_evidence = False\n'},
-        {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
-         "source": "import capbench_nb\nfrom capbench_nb.outputs.comparison import files as comparison\n"
-                   "a = capbench_nb.load_run(run_a, strict=not allow_invalid, skip_evidence=skip_evidence)\n"
-                   "b = capbench_nb.load_run(run_b, strict=not allow_invalid, skip_evidence=skip_evidence)\n"
-                   "comparison.write_comparison(comparison.compare_runs(a, b, seed=seed, n_boot=n_boot), out_dir)\n"},
-    ],
-}
+TINY_COMPARE_NOTEBOOK = _two_cell_notebook(
+    'run_a = ""\nrun_b = ""\nout_dir = ""\nreport_dir = ""\nstrict = False\nallow_diff = []\nseed = 0\nn_boot = 2000\n'
+    'allow_invalid = False\nskip_evidence = False\n',
+    "import capbench_nb\nfrom capbench_nb.outputs.comparison import files as comparison\n"
+    "a = capbench_nb.load_run(run_a, strict=not allow_invalid, skip_evidence=skip_evidence)\n"
+    "b = capbench_nb.load_run(run_b, strict=not allow_invalid, skip_evidence=skip_evidence)\n"
+    "comparison.write_comparison(comparison.compare_runs(a, b, seed=seed, n_boot=n_boot), out_dir)\n")
 
 
 @pytest.fixture

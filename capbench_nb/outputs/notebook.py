@@ -129,13 +129,17 @@ def execute_notebook(notebook: Path, parameters: dict, *, cwd: Path, progress: b
 
     try:
         with own_kernel() as kernel_name:
-            worker = threading.Thread(target=work, args=(kernel_name,), name="capbench-nb-notebook", daemon=True)
-            worker.start()
-            try:
-                worker.join()
-            except BaseException:
-                kernels.stop(worker)
-                raise
+            for _ in range(KERNEL_STARTS):
+                outcome.clear()
+                worker = threading.Thread(target=work, args=(kernel_name,), name="capbench-nb-notebook", daemon=True)
+                worker.start()
+                try:
+                    worker.join()
+                except BaseException:
+                    kernels.stop(worker)
+                    raise
+                if not _died_at_start(outcome.get("error")):
+                    break
     finally:
         log.setLevel(level)
     if "error" in outcome:
@@ -145,6 +149,17 @@ def execute_notebook(notebook: Path, parameters: dict, *, cwd: Path, progress: b
         if INJECTED_TAG in cell.get("metadata", {}).get("tags", []):
             cell["id"] = INJECTED_TAG
     return nb
+
+
+#: Kernel starts tried per notebook.  jupyter_client chooses a kernel's TCP ports before the kernel binds them,
+#: and another process starting a kernel at that moment (two reports at once) can take one: the kernel dies
+#: with "Address already in use" before its first reply, when no cell has run, and a new start takes new ports.
+KERNEL_STARTS = 3
+
+
+def _died_at_start(error: BaseException | None) -> bool:
+    """Whether ``error`` is nbclient's for a kernel that died before it answered (nothing executed)."""
+    return isinstance(error, RuntimeError) and "Kernel died before replying to kernel_info" in str(error)
 
 
 def _close_thread_loop() -> None:

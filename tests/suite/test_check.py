@@ -76,15 +76,19 @@ def test_task_set_names_at_most_ten_of_each_side(tmp_path):
     assert "'r09' and 2 more" in detail and "'r10'" not in detail and "'l09' and 1 more" in detail
 
 
-def test_a_drifted_ineligible_record_is_no_finding_but_counts_as_drifted(tmp_path):
-    lock = make()
+def drifted_run(tmp_path, lock) -> tuple:
+    """A run of ``lock`` whose attempt (t2, 2) drifted (a failed locale probe), recorded as an environment failure."""
     drifted = attempt_doc(task_id="t2", attempt=2, preflight={"lock": lock.digest, "probes": [
         {"name": "locale", "expected": "en-US", "observed": "en-GB"}]})
     records = [record("t1", 1), record("t1", 2), record("t2", 1),
                record("t2", 2, "E", artifact_dir="attempts/t2/2", failure_stage="setup",
                       evidence=["attempt.json#/preflight/probes/0"])]
-    check = check_run(load_run(run_of(tmp_path, lock.digest, records=records,
-                                      attempts={"attempts/t2/2": drifted})), lock)
+    return run_of(tmp_path, lock.digest, records=records, attempts={"attempts/t2/2": drifted}), drifted
+
+
+def test_a_drifted_ineligible_record_is_no_finding_but_counts_as_drifted(tmp_path):
+    lock = make()
+    check = check_run(load_run(drifted_run(tmp_path, lock)[0]), lock)
     assert check.findings == ()
     assert [(d.task_id, d.attempt, d.evidence) for d in check.drifts] == [("t2", 2, ("attempt.json#/preflight/probes/0",))]
 
@@ -136,12 +140,7 @@ def test_metrics_and_the_lock_section_read_no_file_after_load_run(tmp_path, monk
     import capbench_nb.outputs.report.lock as section
 
     lock = make()
-    drifted = attempt_doc(task_id="t2", attempt=2, preflight={"lock": lock.digest, "probes": [
-        {"name": "locale", "expected": "en-US", "observed": "en-GB"}]})
-    records = [record("t1", 1), record("t1", 2), record("t2", 1),
-               record("t2", 2, "E", artifact_dir="attempts/t2/2", failure_stage="setup",
-                      evidence=["attempt.json#/preflight/probes/0"])]
-    path = run_of(tmp_path, lock.digest, records=records, attempts={"attempts/t2/2": drifted})
+    path, drifted = drifted_run(tmp_path, lock)
     (path / "suite.lock.json").write_text(dumps_lock(lock), encoding="utf-8")
     run = load_run(path)
     assert run.lock_copy == lock and [d.preflight for d in run.drifts] == [drifted["preflight"]]
