@@ -69,6 +69,7 @@ from capbench_nb._version import __version__
 from capbench_nb.metrics.comparison import WARNING_CODES, compatibility_warnings
 from capbench_nb.metrics.prepare import k_eligible_mask, prepare, shared_preparation
 from capbench_nb.metrics.rates import Rate
+from capbench_nb.metrics.registry import paired_rates
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import mcnemar_exact
 from capbench_nb.records.run import Run
@@ -96,7 +97,7 @@ __all__ = [
 
 BOARD_SCHEMA_VERSION = "capbench.board/1"
 #: The board metrics, in document order (pairs are listed metric by metric in this order).
-BOARD_METRICS = ("pass@1", "pass@k", "pass^k")
+BOARD_METRICS = tuple(m.name for m in paired_rates())
 #: Best-of-k with a selector (spec section 9): on a board only when some run has a selection file.
 SELECTED = "selected@k"
 #: The metrics a board can be ordered by (``selected@k`` only when every run has one).
@@ -142,20 +143,21 @@ def board_outcomes(run: Run, common: list[str], k: int) -> tuple[np.ndarray, np.
 
     Returns
     -------
-    (eligible, success) : two bool arrays of shape (3, len(common)), rows in :data:`BOARD_METRICS`
-        order: pass@1 (attempt 1 present and eligible; it succeeded), pass@k and pass^k (attempts
-        1..k present and eligible; any / all of them succeeded), with k the common k.  ``success``
-        is False outside the denominator.
+    (eligible, success) : two bool arrays of shape (len(BOARD_METRICS), len(common)), a row per
+        metric, each by its registered task outcome: pass@1 (attempt 1 present and eligible; it
+        succeeded), pass@k and pass^k (attempts 1..k present and eligible; any / all of them
+        succeeded), with k the common k.  ``success`` is False outside the denominator.
     """
     p = prepare(run.attempts, run.plan)
     where = np.asarray(_positions(run, common), dtype=np.int64)
-    size1, won1 = p.prefix(1)
-    size, won = p.prefix(int(k))
-    first = k_eligible_mask(size1, 1)[where]
-    prefix = k_eligible_mask(size, int(k))[where]
-    eligible = np.stack([first, prefix, prefix])
-    success = np.stack([first & (won1[where] > 0), prefix & (won[where] > 0), prefix & (won[where] == int(k))])
-    return eligible, success
+    eligible, success = [], []
+    for metric in paired_rates():
+        j = metric.task_outcome.attempts(int(k))
+        size, won = p.prefix(j)
+        inside = k_eligible_mask(size, j)[where]
+        eligible.append(inside)
+        success.append(inside & ((won[where] > 0) if metric.task_outcome.rule == "any" else (won[where] == j)))
+    return np.stack(eligible), np.stack(success)
 
 
 def _positions(run: Run, tasks: list[str]) -> list[int]:

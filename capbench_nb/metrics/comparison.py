@@ -97,6 +97,7 @@ import pandas as pd
 from capbench_nb._version import __version__
 from capbench_nb.metrics.options import WARNING_CODES  # stated there, for the command line
 from capbench_nb.metrics.prepare import as_bool, counted_attempts, prefix_outcomes
+from capbench_nb.metrics.registry import paired_rates, task_outcome
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import mcnemar_exact, paired_difference_interval
 from capbench_nb.records.manifest import manifest_lock
@@ -121,8 +122,8 @@ __all__ = [
 
 COMPARISON_SCHEMA_VERSION = "capbench.comparison/1"
 
-#: The paired metrics, in document order.
-PAIRED_METRICS = ("pass@1", "pass@k", "pass^k")
+#: The paired metrics, in document order: the registry's rates of yes-or-no task outcomes.
+PAIRED_METRICS = tuple(m.name for m in paired_rates())
 #: Telemetry fields whose medians are compared.
 TELEMETRY_DELTA_FIELDS = ("task_wall_ms", "total_tokens")
 
@@ -420,10 +421,8 @@ def paired_outcomes(records_a: pd.DataFrame, plan_a: pd.DataFrame, records_b: pd
         and 1- or k-eligible in both), and two boolean arrays: the metric's
         task-level outcome in A and in B.
     """
-    if metric not in PAIRED_METRICS:
-        raise ValueError(f"metric must be one of {', '.join(PAIRED_METRICS)}, got {metric!r}")
-    k = 1 if metric == "pass@1" else int(k)
-    column = "all" if metric == "pass^k" else "any"
+    outcome = task_outcome(metric)
+    k, column = outcome.attempts(k), outcome.rule
     out_a, out_b = prefix_outcomes(records_a, plan=plan_a, k=k), prefix_outcomes(records_b, plan=plan_b, k=k)
     in_b = set(plan_b["task_id"].astype(object))
     tasks = [t for t in plan_a["task_id"].astype(object) if t in in_b and t in out_a.index and t in out_b.index]
@@ -483,7 +482,7 @@ def run_paired_outcomes(run_a: Run, run_b: Run, metric: str, *,
     """
     k_paired = min(int(run_a.k), int(run_b.k))
     if metric in PAIRED_METRICS:
-        k = 1 if metric == "pass@1" else k_paired
+        k = task_outcome(metric).attempts(k_paired)
         tasks, a, b = paired_outcomes(run_a.records, run_a.plan, run_b.records, run_b.plan, metric=metric, k=k)
         return tasks, a, b, k
     if metric != "selected@k":

@@ -51,6 +51,7 @@ import pandas as pd
 from capbench_nb._version import __version__
 from capbench_nb.metrics.comparison import (
     INTERVAL_METHOD,
+    PAIRED_METRICS,
     blocking_warnings,
     check_warning_kinds,
     compatibility_warnings,
@@ -80,7 +81,7 @@ __all__ = [
 
 GATE_SCHEMA_VERSION = "capbench.gate/1"
 #: The metrics a gate can check, in the order they are reported when several are chosen.
-GATE_METRICS = ("pass@1", "pass@k", "pass^k", "selected@k")
+GATE_METRICS = PAIRED_METRICS + ("selected@k",)
 DEFAULT_MARGIN = 0.02
 DEFAULT_ALPHA = 0.05
 #: The power ``needed_tasks`` is computed for.

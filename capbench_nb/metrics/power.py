@@ -104,6 +104,8 @@ from scipy.optimize import brentq
 from scipy.special import betaincinv, ndtr, ndtri
 from scipy.stats import binom
 
+from capbench_nb.metrics.registry import paired_rates, task_outcome
+
 __all__ = [
     "PairedCells",
     "paired_cells",
@@ -119,7 +121,7 @@ __all__ = [
     "noninferiority_tasks",
 ]
 
-METRICS = ("pass@1", "pass@k", "pass^k")
+METRICS = tuple(m.name for m in paired_rates())
 #: Default Beta concentration of per-task success probabilities: the simulator's Beta(1.5, 1.0).
 DEFAULT_CONCENTRATION = 2.5
 _NODES = 96  # Gauss-Hermite nodes per dimension
@@ -160,9 +162,7 @@ class PairedCells:
 
 def metric_k(metric: str, k: int) -> int:
     """The k a metric is counted at (1 for pass@1), after checking the metric name and k; ValueError otherwise."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if metric == "pass@1":
+    if task_outcome(metric).first == "1":
         return 1
     if type(k) is not int or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
@@ -178,10 +178,12 @@ def _check_prob(name: str, value: float, *, open_: bool = True) -> float:
 
 
 def _beta_moment(alpha: float, beta: float, metric: str, k: int) -> float:
-    """E[h(p)] for p ~ Beta(alpha, beta): E[p], E[p^k] or 1 - E[(1-p)^k], in closed form."""
-    if metric == "pass@1":
+    """E[h(p)] for p ~ Beta(alpha, beta): E[p], E[p^k] or 1 - E[(1-p)^k], in closed form (by the metric's
+    task outcome: one attempt, all of k, any of k)."""
+    outcome = task_outcome(metric)
+    if outcome.first == "1":
         return alpha / (alpha + beta)
-    if metric == "pass^k":
+    if outcome.rule == "all":
         return math.prod((alpha + j) / (alpha + beta + j) for j in range(k))
     return 1.0 - math.prod((beta + j) / (alpha + beta + j) for j in range(k))
 
@@ -197,7 +199,7 @@ def beta_mean_for(value: float, *, metric: str = "pass@1", k: int = 1,
     value = _check_prob("the metric value", value)
     if concentration <= 0:
         raise ValueError(f"concentration must be > 0, got {concentration!r}")
-    if metric == "pass@1":
+    if task_outcome(metric).first == "1":
         return value
 
     def gap(mu: float) -> float:
@@ -207,9 +209,10 @@ def beta_mean_for(value: float, *, metric: str = "pass@1", k: int = 1,
 
 
 def _h(p: np.ndarray, metric: str, k: int) -> np.ndarray:
-    if metric == "pass@1":
+    outcome = task_outcome(metric)
+    if outcome.first == "1":
         return p
-    if metric == "pass^k":
+    if outcome.rule == "all":
         return p**k
     return 1.0 - (1.0 - p) ** k
 

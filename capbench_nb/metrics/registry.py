@@ -36,7 +36,8 @@ from capbench_nb.metrics.health import (
 from capbench_nb.metrics.prepare import Prepared, prepare
 from capbench_nb.metrics.rates import Rate, ScoreMean, oracle_best_score_of, pass_rate_of
 
-__all__ = ["TAGS", "KINDS", "Metric", "REGISTRY", "METRICS", "HEADLINE", "register", "metrics_with", "headline_rates"]
+__all__ = ["TAGS", "KINDS", "TaskOutcome", "Metric", "REGISTRY", "METRICS", "HEADLINE", "register", "metrics_with",
+           "headline_rates", "paired_rates", "task_outcome"]
 
 #: Property tags a metric can claim, with what each one means.
 TAGS = {
@@ -59,6 +60,27 @@ KINDS = {
 }
 
 Result = Rate | ScoreMean | TaskMean | list
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """A rate's outcome per task, a yes or no: whether ``any`` or ``all`` of the task's first ``1`` or ``k``
+    attempts succeeded (the task in the denominator when those attempts are all present and eligible).
+
+    Comparison, board, gate and power planning pair or model runs task by task through it: a rate
+    registered with one takes part in all of them.
+    """
+
+    first: str  #: ``"1"`` or ``"k"``: how many leading attempts decide
+    rule: str  #: ``"any"`` or ``"all"`` of them succeeded
+
+    def __post_init__(self) -> None:
+        if self.first not in ("1", "k") or self.rule not in ("any", "all"):
+            raise ValueError(f"a task outcome is over the first '1' or 'k' attempts, 'any' or 'all': got {self!r}")
+
+    def attempts(self, k: int) -> int:
+        """How many leading attempts decide at the run's k."""
+        return 1 if self.first == "1" else int(k)
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,8 @@ class Metric:
         Its format kind, one of :data:`KINDS`.
     path : tuple of str
         Where its value sits in metrics.json (``("metrics", "pass@1")``); a list there for a curve.
+    task_outcome : TaskOutcome or None
+        For a rate of yes-or-no task outcomes: which (the paired metrics of compare, board and gate).
     """
 
     name: str
@@ -96,6 +120,7 @@ class Metric:
     description: str = ""
     kind: str = "rate"
     path: tuple = ()
+    task_outcome: TaskOutcome | None = None
 
     def __call__(self, attempts: pd.DataFrame, plan: pd.DataFrame, k: int) -> Result:
         """The metric of (attempts, plan) at k, prepared here."""
@@ -124,7 +149,8 @@ REGISTRY: dict[str, Metric] = {}
 
 
 def register(name: str, function: Callable, *, tags, path, description: str, kind: str = "rate",
-             label: str | None = None, headline: bool = False, rank: int | None = None) -> Metric:
+             label: str | None = None, headline: bool = False, rank: int | None = None,
+             task_outcome: TaskOutcome | None = None) -> Metric:
     """Register ``function(prepared, k)`` under ``name`` with its property ``tags`` (at least one, from :data:`TAGS`),
     its document ``path``, ``description``, format ``kind`` (from :data:`KINDS`) and display ``label``
     (default: the name).
@@ -148,7 +174,8 @@ def register(name: str, function: Callable, *, tags, path, description: str, kin
     if not path or not all(isinstance(key, str) for key in path):
         raise ValueError(f"metric {name!r}: path must be a non-empty tuple of metrics.json keys, got {path!r}")
     metric = Metric(name=name, function=function, tags=tags, headline=headline, rank=rank,
-                    label=name if label is None else label, description=description, kind=kind, path=path)
+                    label=name if label is None else label, description=description, kind=kind, path=path,
+                    task_outcome=task_outcome)
     REGISTRY[name] = metric
     return metric
 
@@ -175,13 +202,13 @@ _SCORE = ("order_invariant", "counted_only", "ineligible_is_missing", "null_on_e
 
 register("pass@1", lambda p, k: pass_rate_of(p, 1, every=False),
          tags=_RATE + ("ordered_family",), headline=True, rank=1, path=("metrics", "pass@1"),
-         description="share of tasks whose first attempt succeeded")
+         task_outcome=TaskOutcome("1", "any"), description="share of tasks whose first attempt succeeded")
 register("pass@k", lambda p, k: pass_rate_of(p, k, every=False),
          tags=_RATE + ("ordered_family",), headline=True, rank=2, path=("metrics", "pass@k"),
-         label="pass@k (k = {k})", description="share of k-eligible tasks with a success among attempts 1..k")
+         task_outcome=TaskOutcome("k", "any"), label="pass@k (k = {k})", description="share of k-eligible tasks with a success among attempts 1..k")
 register("pass^k", lambda p, k: pass_rate_of(p, k, every=True),
          tags=_RATE + ("ordered_family",), headline=True, rank=0, path=("metrics", "pass^k"),
-         label="pass^k (k = {k})", description="share of k-eligible tasks whose attempts 1..k all succeeded")
+         task_outcome=TaskOutcome("k", "all"), label="pass^k (k = {k})", description="share of k-eligible tasks whose attempts 1..k all succeeded")
 register("oracle_best_score@k", lambda p, k: oracle_best_score_of(p, k),
          tags=_SCORE, headline=True, kind="score", path=("metrics", "oracle_best_score@k"),
          label="oracle_best_score@k (diagnostic)",
@@ -219,3 +246,17 @@ HEADLINE: tuple[Metric, ...] = tuple(m for m in REGISTRY.values() if m.headline)
 def headline_rates() -> tuple[Metric, ...]:
     """The headline metrics of kind ``rate`` (pass@1, pass@k, pass^k), in document order."""
     return tuple(m for m in HEADLINE if m.kind == "rate")
+
+
+def paired_rates() -> tuple[Metric, ...]:
+    """The headline rates of yes-or-no task outcomes (pass@1, pass@k, pass^k), in document order: the
+    metrics that compare, board and gate pair task by task."""
+    return tuple(m for m in HEADLINE if m.task_outcome is not None)
+
+
+def task_outcome(name: str) -> TaskOutcome:
+    """The task outcome of the paired rate ``name``; ValueError for any other name."""
+    paired = {m.name: m.task_outcome for m in paired_rates()}
+    if name not in paired:
+        raise ValueError(f"metric must be one of {', '.join(paired)}, got {name!r}")
+    return paired[name]
