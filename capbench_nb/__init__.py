@@ -55,12 +55,11 @@ _EXPORTS = {
     "import_inspect": ".records.importers",
     "import_taubench": ".records.importers",
     "import_tau2bench": ".records.importers",
-    "gate": ".metrics.gate",
     "campaign": ".metrics.campaign",
 }
 
 #: The public names defined here: the callers that read run directories before the stages compute.
-_DEFINED = ("build_report", "board")
+_DEFINED = ("build_report", "board", "gate")
 
 #: The public names: ``__version__``, every lazy name of :data:`_EXPORTS`, and those of :data:`_DEFINED`.
 __all__ = ["__version__", *_EXPORTS, *_DEFINED]
@@ -96,3 +95,51 @@ def board(runs, *, allow_invalid: bool = False, skip_evidence: bool = False, **o
     loaded = [run if isinstance(run, Run) else load_run(run, strict=not allow_invalid, skip_evidence=skip_evidence)
               for run in runs]
     return boards.board(loaded, **options)
+
+
+def gate(baseline, candidate, *, metrics=None, metric=None, margin: float | None = None, alpha: float | None = None,
+         allow_diff=(), allow_invalid: bool = False, skip_evidence: bool = False):
+    """The regression gate of ``candidate`` against ``baseline`` (spec section 15).
+
+    Parameters
+    ----------
+    baseline, candidate : Run or path-like
+        Loaded runs, or run directories (loaded here with ``strict = not allow_invalid``, as
+        :func:`capbench_nb.metrics.gate.gate_document` takes loaded runs); ``same_run`` compares the
+        directories' real paths.
+    metrics : str or sequence of str, optional
+        The metrics to gate on (pass@1 when none); ``metric`` is a synonym for one.
+    margin : float, default 0.02 (``metrics.gate.DEFAULT_MARGIN``)
+        D: the largest drop tolerated.
+    alpha : float, default 0.05 (``metrics.gate.DEFAULT_ALPHA``)
+        One-sided level: the interval is at confidence 1 - 2 alpha.
+    allow_diff : iterable of str
+        Compatibility warning kinds that are intended.
+
+    Returns
+    -------
+    Gate
+        :class:`capbench_nb.outputs.gate.result.Gate`:
+        ``gate(...).decision``, ``.exit_code``, ``.table()``, ``.document`` (gate.json).
+
+    Examples
+    --------
+    >>> cb.gate("runs/main", "runs/pr-123", margin=0.03)   # doctest: +SKIP
+    <gate pass: pass@1 pass (+1.0 pp, n = 50)>
+    """
+    import os
+
+    from capbench_nb.metrics.gate import DEFAULT_ALPHA, DEFAULT_MARGIN, check_gate_options, gate_document
+    from capbench_nb.outputs.gate.result import Gate
+    from capbench_nb.records.run import Run, load_run
+
+    chosen = metrics if metrics is not None else metric
+    margin = DEFAULT_MARGIN if margin is None else margin
+    alpha = DEFAULT_ALPHA if alpha is None else alpha
+    check_gate_options(metrics=chosen, margin=margin, alpha=alpha, allow_diff=allow_diff)  # before any run is read
+    paths = [r.path if isinstance(r, Run) else r for r in (baseline, candidate)]
+    same_run = os.path.realpath(paths[0]) == os.path.realpath(paths[1])
+    runs = [r if isinstance(r, Run) else load_run(r, strict=not allow_invalid, skip_evidence=skip_evidence)
+            for r in (baseline, candidate)]
+    return Gate(gate_document(runs[0], runs[1], metrics=chosen, margin=margin, alpha=alpha, allow_diff=allow_diff,
+                              same_run=same_run))

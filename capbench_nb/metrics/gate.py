@@ -32,17 +32,17 @@ The same run directory given twice is allowed: identical runs cannot regress,
 so every metric and the gate ``pass`` (trivially; ``same_run`` is true and
 every output says so), whatever the width of the interval.
 
-:func:`gate` returns a :class:`Gate`, whose ``document`` is gate.json's content
-(written with gate.md and junit.xml by :mod:`capbench_nb.outputs.gate`) and
-which shows itself as the verdict table in Jupyter.
+:func:`gate_document` is gate.json's content (written with gate.md and junit.xml
+by :mod:`capbench_nb.outputs.gate`); ``cb.gate`` loads two run directories and
+returns it as a :class:`~capbench_nb.outputs.gate.result.Gate`, which shows
+itself as the verdict table in Jupyter.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,8 +61,7 @@ from capbench_nb.metrics.comparison import (
 from capbench_nb.metrics.power import noninferiority_tasks
 from capbench_nb.metrics.prepare import as_bool, counted_attempts
 from capbench_nb.metrics.selection import selection_metrics
-from capbench_nb.records.run import Run, load_run
-from capbench_nb.records.views import escape_text as escape
+from capbench_nb.records.run import Run
 
 __all__ = [
     "GATE_SCHEMA_VERSION",
@@ -75,8 +74,6 @@ __all__ = [
     "metric_decision",
     "overall_decision",
     "gate_document",
-    "Gate",
-    "gate",
 ]
 
 GATE_SCHEMA_VERSION = "capbench.gate/1"
@@ -244,7 +241,8 @@ def gate_document(baseline: Run, candidate: Run, *, metrics: Sequence[str] | str
     metrics, margin, alpha, allow_diff
         As in :func:`check_gate_options`.
     same_run : bool, optional
-        Whether both are the same run directory; by default, whether their paths resolve alike.
+        Whether both are the same run directory (``cb.gate`` and ``capbench-nb gate`` compare the directories'
+        real paths); by default, whether they are one loaded run or were loaded from equal paths.
 
     Returns
     -------
@@ -264,8 +262,8 @@ def gate_document(baseline: Run, candidate: Run, *, metrics: Sequence[str] | str
     """
     names, margin, alpha, allowed = check_gate_options(metrics=metrics, margin=margin, alpha=alpha,
                                                        allow_diff=allow_diff)
-    if same_run is None:
-        same_run = os.path.realpath(baseline.path) == os.path.realpath(candidate.path)
+    if same_run is None:  # the callers that hold paths (cb.gate, capbench-nb gate) compare their real paths
+        same_run = baseline is candidate or Path(baseline.path) == Path(candidate.path)
     warnings = compatibility_warnings(baseline, candidate)
     left = blocking_warnings(warnings, allowed)
     entries = [_metric_entry(baseline, candidate, name, margin=margin, alpha=alpha, same_run=same_run)
@@ -292,118 +290,3 @@ def gate_document(baseline: Run, candidate: Run, *, metrics: Sequence[str] | str
             "toolkit_version": __version__,
         },
     }
-
-
-# --------------------------------------------------------------------------- the result object
-
-
-def _fmt_pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
-def _fmt_pp(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:+.1f} pp"
-
-
-@dataclass(frozen=True)
-class Gate:
-    """The gate's verdict: ``document`` is gate.json's content.
-
-    ``decision`` and ``exit_code`` summarise it, :meth:`table` is the per-metric
-    verdict table; in Jupyter the object shows itself as that table.
-    """
-
-    document: dict
-
-    @property
-    def decision(self) -> str:
-        return self.document["decision"]
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.decision]
-
-    def to_dict(self) -> dict:
-        return self.document
-
-    def table(self) -> pd.DataFrame:
-        """One row per metric: ``metric, decision, n, baseline, candidate, delta, ci_low, ci_high, needed_tasks,
-        regressions`` (the count), nullable dtypes."""
-        rows = [{key: e[key] for key in ("metric", "decision", "n", "baseline", "candidate", "delta", "ci_low",
-                                         "ci_high", "needed_tasks")} | {"regressions": len(e["regressions"])}
-                for e in self.document["metrics"]]
-        frame = pd.DataFrame(rows, columns=["metric", "decision", "n", "baseline", "candidate", "delta", "ci_low",
-                                            "ci_high", "needed_tasks", "regressions"])
-        for column in ("n", "needed_tasks", "regressions"):
-            frame[column] = pd.array(frame[column].tolist(), dtype="Int64")
-        for column in ("baseline", "candidate", "delta", "ci_low", "ci_high"):
-            frame[column] = pd.array(frame[column].tolist(), dtype="Float64")
-        frame["metric"] = frame["metric"].astype("string")
-        frame["decision"] = frame["decision"].astype("string")
-        return frame
-
-    def __repr__(self) -> str:
-        doc = self.document
-        parts = [f"{e['metric']} {e['decision']} ({_fmt_pp(e['delta'])}, n = {e['n']})" for e in doc["metrics"]]
-        extra = "; same run: passes trivially" if doc["same_run"] else ""
-        warn = f"; warnings: {', '.join(w['code'] for w in doc['warnings'])}" if doc["warnings"] else ""
-        return f"<gate {doc['decision']}: {'; '.join(parts)}{warn}{extra}>"
-
-    def _repr_html_(self) -> str:
-        doc = self.document
-        level = f"{100 * (1 - 2 * doc['alpha']):g}%"
-        head = (f"<p><b>gate: {escape(doc['decision'])}</b> &middot; candidate {escape(str(doc['runs']['candidate']['run_id']))}"
-                f" vs baseline {escape(str(doc['runs']['baseline']['run_id']))} &middot; margin "
-                f"{100 * doc['margin']:g} pp &middot; alpha {doc['alpha']:g}</p>")
-        notes = "".join(f"<p>warning [{escape(w['code'])}]: {escape(str(w['message']))}</p>" for w in doc["warnings"])
-        if doc["same_run"]:
-            notes += "<p>baseline and candidate are the same run directory: the gate passes trivially.</p>"
-        cells = "".join(
-            f"<tr><td>{escape(e['metric'])}</td><td><b>{escape(e['decision'])}</b></td><td>{e['n']}</td>"
-            f"<td>{_fmt_pct(e['baseline'])}</td><td>{_fmt_pct(e['candidate'])}</td><td>{_fmt_pp(e['delta'])}</td>"
-            f"<td>[{_fmt_pp(e['ci_low'])}, {_fmt_pp(e['ci_high'])}]</td>"
-            f"<td>{'' if e['needed_tasks'] is None else e['needed_tasks']}</td><td>{len(e['regressions'])}</td></tr>"
-            for e in doc["metrics"])
-        return (f'<div class="capbench-gate">{head}{notes}<table><thead><tr><th>metric</th><th>decision</th>'
-                f"<th>n</th><th>baseline</th><th>candidate</th><th>&Delta;</th><th>{level} CI</th>"
-                f"<th>needed tasks</th><th>regressions</th></tr></thead><tbody>{cells}</tbody></table></div>")
-
-
-def gate(baseline: Run | str | os.PathLike, candidate: Run | str | os.PathLike, *,
-         metrics: Sequence[str] | str | None = None, metric: str | None = None, margin: float = DEFAULT_MARGIN,
-         alpha: float = DEFAULT_ALPHA, allow_diff=(), allow_invalid: bool = False,
-         skip_evidence: bool = False) -> Gate:
-    """The regression gate of ``candidate`` against ``baseline`` (spec section 15).
-
-    Parameters
-    ----------
-    baseline, candidate : Run or path-like
-        Loaded runs, or run directories (loaded with ``strict = not allow_invalid``).
-    metrics : str or sequence of str, optional
-        The metrics to gate on (pass@1 when none); ``metric`` is a synonym for one.
-    margin : float, default 0.02
-        D: the largest drop tolerated.
-    alpha : float, default 0.05
-        One-sided level: the interval is at confidence 1 - 2 alpha.
-    allow_diff : iterable of str
-        Compatibility warning kinds that are intended.
-
-    Returns
-    -------
-    Gate
-        ``gate(...).decision``, ``.exit_code``, ``.table()``, ``.document`` (gate.json).
-
-    Examples
-    --------
-    >>> cb.gate("runs/main", "runs/pr-123", margin=0.03)   # doctest: +SKIP
-    <gate pass: pass@1 pass (+1.0 pp, n = 50)>
-    """
-    chosen = metrics if metrics is not None else metric
-    check_gate_options(metrics=chosen, margin=margin, alpha=alpha, allow_diff=allow_diff)  # before any run is read
-    same_run = None
-    if not isinstance(baseline, Run) and not isinstance(candidate, Run):
-        same_run = os.path.realpath(baseline) == os.path.realpath(candidate)
-    runs = [r if isinstance(r, Run) else load_run(r, strict=not allow_invalid, skip_evidence=skip_evidence)
-            for r in (baseline, candidate)]
-    return Gate(gate_document(runs[0], runs[1], metrics=chosen, margin=margin, alpha=alpha, allow_diff=allow_diff,
-                              same_run=same_run))

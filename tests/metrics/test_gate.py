@@ -12,15 +12,15 @@ from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
 
 import capbench_nb as cb
+from capbench_nb import gate
 from capbench_nb.metrics.gate import (
     EXIT_CODES,
-    Gate,
     check_gate_options,
-    gate,
     gate_document,
     metric_decision,
     overall_decision,
 )
+from capbench_nb.outputs.gate.result import Gate
 from capbench_nb.metrics.power import noninferiority_tasks
 from capbench_nb.metrics.power_simulation import simulate_noninferiority
 from capbench_nb.records.run import load_run
@@ -195,6 +195,11 @@ def test_the_same_directory_twice_passes_trivially_and_says_so(tmp_path):
     assert "passes trivially" in repr(result) and "passes trivially" in result._repr_html_()
     copy = gate(a, load_run(a))  # a loaded run beside its path: the same directory
     assert copy.document["same_run"] is True
+    (tmp_path / "link").symlink_to(a, target_is_directory=True)  # cb.gate compares real paths
+    assert gate(a, tmp_path / "link").document["same_run"] is True
+    # gate_document reads no file: two loads of one path are the same run, a link to it is not known as one
+    assert gate_document(load_run(a), load_run(a))["same_run"] is True
+    assert gate_document(load_run(a), load_run(tmp_path / "link"))["same_run"] is False
 
 
 def test_pass_at_k_and_pass_hat_k_pair_at_the_smaller_k(tmp_path):

@@ -15,7 +15,8 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 from lxml import etree
 
-from capbench_nb.metrics.gate import gate, gate_document
+from capbench_nb import gate
+from capbench_nb.metrics.gate import gate_document
 from capbench_nb.outputs.gate.files import write_gate
 from capbench_nb.outputs.gate.junit import gate_junit, xml_text
 from capbench_nb.outputs.gate.markdown import gate_markdown
