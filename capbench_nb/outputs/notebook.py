@@ -120,7 +120,7 @@ def execute_notebook(notebook: Path, parameters: dict, *, cwd: Path, progress: b
                 request_save_on_cell_execute=False,
                 log_output=False,
                 cwd=str(cwd),
-                config=_client_config(kernels),
+                config=_client_config(kernels, ipc),
             )
         except BaseException as exc:  # handed to the waiting thread
             outcome["error"] = exc
@@ -128,7 +128,10 @@ def execute_notebook(notebook: Path, parameters: dict, *, cwd: Path, progress: b
             _close_thread_loop()
 
     try:
-        with own_kernel() as kernel_name:
+        with own_kernel() as kernel_name, tempfile.TemporaryDirectory(prefix="capbench-nb-ipc-") as sockets:
+            ipc = os.path.join(sockets, "kernel")
+            if len(ipc) + 8 > _MAX_SOCKET_PATH:  # a very long TMPDIR: TCP after all (a socket path is short)
+                ipc = None
             for _ in range(KERNEL_STARTS):
                 outcome.clear()
                 worker = threading.Thread(target=work, args=(kernel_name,), name="capbench-nb-notebook", daemon=True)
@@ -151,9 +154,13 @@ def execute_notebook(notebook: Path, parameters: dict, *, cwd: Path, progress: b
     return nb
 
 
-#: Kernel starts tried per notebook.  jupyter_client chooses a kernel's TCP ports before the kernel binds them,
-#: and another process starting a kernel at that moment (two reports at once) can take one: the kernel dies
-#: with "Address already in use" before its first reply, when no cell has run, and a new start takes new ports.
+#: The longest path of a Unix socket (sun_path is 108 bytes on Linux, 104 on macOS; a terminating NUL).
+_MAX_SOCKET_PATH = 100
+
+#: Kernel starts tried per notebook.  On TCP (the fallback when the socket folder's path is too long)
+#: jupyter_client chooses a kernel's ports before the kernel binds them, and another process starting a kernel
+#: at that moment can take one: the kernel dies with "Address already in use" before its first reply, when no
+#: cell has run, and a new start takes new ports.
 KERNEL_STARTS = 3
 
 
@@ -241,7 +248,7 @@ def _engine_name() -> str:
     return _ENGINE
 
 
-def _client_config(kernels: _Kernels | None = None) -> Any:
+def _client_config(kernels: _Kernels | None = None, ipc: str | None = None) -> Any:
     """nbclient configuration: encrypt the kernel's local TCP traffic where both ends can; kernels
     started through ``kernels`` (which can kill them); the ``kernel`` pause point of
     :mod:`~capbench_nb.io.interrupts` before each cell, when a test asks for it.
@@ -265,6 +272,12 @@ def _client_config(kernels: _Kernels | None = None) -> Any:
     # The notebook has written (and fsynced) every output by its last cell; a graceful shutdown
     # would only wait ~0.4 s for the interpreter to tear down pandas and matplotlib.
     config.NotebookClient.shutdown_kernel = "immediate"
+    if ipc is not None:
+        # Unix sockets in a folder of our own instead of TCP ports: jupyter_client picks TCP ports before the
+        # kernel binds them, and a kernel starting at the same moment elsewhere can take one ("Address already
+        # in use", in the kernel's start or its heartbeat thread).  Socket files cannot collide.
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = ipc
     if kernels is not None:
         config.NotebookClient.kernel_manager_class = kernels.manager_class()
     if interrupts.pausing("kernel"):

@@ -1,6 +1,9 @@
-"""capbench_nb.outputs.notebook: the kernel's start is tried again when it died before answering."""
+"""capbench_nb.outputs.notebook: kernels talk over Unix sockets in a folder of their own (no TCP port race),
+and a kernel's start is tried again when it died before answering."""
 
 from __future__ import annotations
+
+import os
 
 import papermill
 import pytest
@@ -50,3 +53,25 @@ def test_any_other_failure_is_not_tried_again(tmp_path, monkeypatch, error):
         notebook.execute_notebook(tmp_path / "nb.ipynb", {}, cwd=tmp_path, progress=False)
     assert len(calls) == 1
 
+
+
+def test_kernels_use_unix_sockets_in_their_own_folder(tmp_path, monkeypatch):
+    seen = []
+    execute, _ = _fake([])
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["config"])
+        return execute(*args, **kwargs)
+
+    monkeypatch.setattr(papermill, "execute_notebook", recording)
+    notebook.execute_notebook(tmp_path / "nb.ipynb", {}, cwd=tmp_path, progress=False)
+    [config] = seen
+    assert config.KernelManager.transport == "ipc"
+    folder = os.path.dirname(config.KernelManager.ip)
+    assert os.path.basename(folder).startswith("capbench-nb-ipc-") and not os.path.exists(folder)  # removed after
+    assert not str(config.KernelManager.ip).startswith(str(tmp_path))  # never in the staging folder (cwd)
+    long = tmp_path / ("d" * 120)
+    long.mkdir()
+    monkeypatch.setattr(notebook.tempfile, "tempdir", str(long))  # a socket path would not fit: TCP
+    notebook.execute_notebook(tmp_path / "nb.ipynb", {}, cwd=tmp_path, progress=False)
+    assert "transport" not in seen[-1].KernelManager
