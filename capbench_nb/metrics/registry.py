@@ -205,10 +205,12 @@ register("pass@1", lambda p, k: pass_rate_of(p, 1, every=False),
          task_outcome=TaskOutcome("1", "any"), description="share of tasks whose first attempt succeeded")
 register("pass@k", lambda p, k: pass_rate_of(p, k, every=False),
          tags=_RATE + ("ordered_family",), headline=True, rank=2, path=("metrics", "pass@k"),
-         task_outcome=TaskOutcome("k", "any"), label="pass@k (k = {k})", description="share of k-eligible tasks with a success among attempts 1..k")
+         task_outcome=TaskOutcome("k", "any"), label="pass@k (k = {k})",
+         description="share of k-eligible tasks with a success among attempts 1..k")
 register("pass^k", lambda p, k: pass_rate_of(p, k, every=True),
          tags=_RATE + ("ordered_family",), headline=True, rank=0, path=("metrics", "pass^k"),
-         task_outcome=TaskOutcome("k", "all"), label="pass^k (k = {k})", description="share of k-eligible tasks whose attempts 1..k all succeeded")
+         task_outcome=TaskOutcome("k", "all"), label="pass^k (k = {k})",
+         description="share of k-eligible tasks whose attempts 1..k all succeeded")
 register("oracle_best_score@k", lambda p, k: oracle_best_score_of(p, k),
          tags=_SCORE, headline=True, kind="score", path=("metrics", "oracle_best_score@k"),
          label="oracle_best_score@k (diagnostic)",

@@ -154,14 +154,20 @@ class _Artifacts:
     def __init__(self, run_dir: Path) -> None:
         self.resolver = EvidenceResolver(run_dir, cache_size=2048)
 
+    def resolve(self, adir: str | None, ref: str) -> tuple[Any, str | None]:
+        """The value ``ref`` names, and None; or None and why it did not resolve (never raised)."""
+        try:
+            return self.resolver.resolve(adir, ref), None
+        except (EvidenceError, OSError, ValueError) as exc:
+            return None, str(exc)
+
     def evidence(self, adir: str | None, refs: list[str]) -> tuple[list[list], str | None]:
         """Each reference with its value's text (or why it did not resolve), and the first error message in them."""
         out, message = [], None
         for ref in refs:
-            try:
-                value = self.resolver.resolve(adir, ref)
-            except (EvidenceError, OSError, ValueError) as exc:
-                out.append([ref, None, str(exc)])
+            value, problem = self.resolve(adir, ref)
+            if problem is not None:
+                out.append([ref, None, problem])
                 continue
             out.append([ref, _value_text(value), None])
             found = _message_in(value)
@@ -270,7 +276,7 @@ def evidence_texts(run, attempts, *, budget: int, text=str) -> tuple[dict[tuple[
     index = {(task, int(number)): (adir if isinstance(adir, str) else None, refs)
              for task, number, adir, refs in zip(frame["task_id"].astype(object), frame["attempt"],
                                                  frame["artifact_dir"].astype(object), frame["evidence"].astype(object))}
-    resolver = EvidenceResolver(run.path)
+    artifacts = _Artifacts(run.path)
     out: dict[tuple[str, int], list[list]] = {}
     used = 0
     for key in attempts:
@@ -283,11 +289,8 @@ def evidence_texts(run, attempts, *, budget: int, text=str) -> tuple[dict[tuple[
                 entries.append([ref, None, None])
                 continue
             used += 1
-            try:
-                value = resolver.resolve(adir, ref)
-            except (EvidenceError, OSError, ValueError) as exc:
-                entries.append([ref, None, str(exc)])
-                continue
-            entries.append([ref, text(json.dumps(value, ensure_ascii=False, sort_keys=True)), None])
+            value, problem = artifacts.resolve(adir, ref)
+            shown = None if problem is not None else text(json.dumps(value, ensure_ascii=False, sort_keys=True))
+            entries.append([ref, shown, problem])
         out[key] = entries
     return out, used
