@@ -2,8 +2,8 @@
 
 Everything here reads the comparison document (:func:`~capbench_nb.metrics.comparison.compare_runs`,
 the comparison.json dict), each run's metrics document
-(:func:`~capbench_nb.metrics.document.compute_metrics`, for per-task counts) and,
-for the attempts of a flipped task, the two loaded runs; nothing recomputes a metric.
+(:func:`~capbench_nb.metrics.document.compute_metrics`, handed in, for per-task counts) and,
+for the attempts of a flipped task, the two loaded runs; nothing computes a metric.
 
 The comparison result stays a plain dict (comparison.json is unchanged); for
 Jupyter, :class:`ComparisonView` wraps it with a short ``repr`` (the verdicts)
@@ -26,7 +26,6 @@ from typing import Any
 
 from capbench_nb.format import TELEMETRY_MS_FIELDS
 from capbench_nb.metrics.comparison import check_warning_kinds
-from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.outputs.comparison.script import flips_script
 from capbench_nb.outputs.html.assets import PAGE_CSS, island_id, island_json, json_island
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
@@ -367,8 +366,7 @@ def _attempt_rows(run: Any, tasks: list[str], budget: list[int]) -> dict[str, li
     return out
 
 
-def flips_data(doc: dict, run_a: Any, run_b: Any, *, metrics_a: dict | None = None,
-               metrics_b: dict | None = None) -> dict:
+def flips_data(doc: dict, run_a: Any, run_b: Any, *, metrics_a: dict, metrics_b: dict) -> dict:
     """The flipped tasks and both runs' attempts of each, as the JSON the page's script reads.
 
     Parameters
@@ -377,8 +375,9 @@ def flips_data(doc: dict, run_a: Any, run_b: Any, *, metrics_a: dict | None = No
         The comparison document.
     run_a, run_b : Run
         The two loaded runs (attempts, evidence).
-    metrics_a, metrics_b : dict, optional
-        Their metrics documents (per-task success counts); computed when not given.
+    metrics_a, metrics_b : dict
+        Their metrics documents (:func:`~capbench_nb.metrics.document.compute_metrics`): the per-task
+        success counts.
 
     Returns
     -------
@@ -389,8 +388,6 @@ def flips_data(doc: dict, run_a: Any, run_b: Any, *, metrics_a: dict | None = No
         the first :data:`MAX_DETAIL_TASKS` flipped tasks; every run-supplied string is made one visible line
         (:func:`~capbench_nb.outputs.html.escaping.plain_label`).
     """
-    metrics_a = metrics_a if metrics_a is not None else compute_metrics(run_a)
-    metrics_b = metrics_b if metrics_b is not None else compute_metrics(run_b)
     per_a = {t["task_id"]: t for t in metrics_a["per_task"]}
     per_b = {t["task_id"]: t for t in metrics_b["per_task"]}
     order = _flip_order(doc, run_a)
@@ -433,13 +430,13 @@ def flips_data(doc: dict, run_a: Any, run_b: Any, *, metrics_a: dict | None = No
                          "load both runs with capbench_nb.load_run to see this one's"}
 
 
-def flips_html(doc: dict, run_a: Any, run_b: Any, **kw: Any) -> str:
+def flips_html(doc: dict, run_a: Any, run_b: Any, *, metrics_a: dict, metrics_b: dict) -> str:
     """The flipped tasks as a sortable, filterable table whose rows open both runs' attempts.
 
-    Without script (an untrusted notebook) the section says where the list is instead.  Keywords go to
-    :func:`flips_data`.
+    Without script (an untrusted notebook) the section says where the list is instead.  The arguments are
+    :func:`flips_data`'s.
     """
-    data = flips_data(doc, run_a, run_b, **kw)
+    data = flips_data(doc, run_a, run_b, metrics_a=metrics_a, metrics_b=metrics_b)
     if not data["tasks"]:
         return '<div class="cbc"><p>No task flipped: on every paired task both runs had the same outcome.</p></div>'
     root = island_id("cbc-", island_json(data))
@@ -463,7 +460,11 @@ class ComparisonView:
     doc : dict
         The comparison document (:func:`~capbench_nb.metrics.comparison.compare_runs`); it is not changed.
     run_a, run_b : Run, optional
-        The two loaded runs; with them the view lists the flipped tasks with their attempts.
+        The two loaded runs; with them and their metrics documents the view lists the flipped tasks
+        with their attempts.
+    metrics_a, metrics_b : dict, optional
+        The runs' metrics documents (:func:`~capbench_nb.metrics.document.compute_metrics`): the
+        per-task success counts of the flipped tasks.
     strict : bool, default False
         Whether warnings fail the comparison (as ``capbench-nb compare --strict``).
     allow_diff : iterable of str
@@ -471,14 +472,16 @@ class ComparisonView:
 
     Examples
     --------
-    >>> view = ComparisonView(cb.compare_runs(a, b), a, b)   # doctest: +SKIP
+    >>> view = ComparisonView(cb.compare_runs(a, b), a, b,
+    ...                       metrics_a=cb.compute_metrics(a), metrics_b=cb.compute_metrics(b))  # doctest: +SKIP
     >>> view                                                 # doctest: +SKIP
     <comparison sim-2 (B) vs sim-1 (A): pass@1 +7.8 pp, p = 0.54; pass@3 +9.1 pp, p = 0.45; ...>
     """
 
-    def __init__(self, doc: dict, run_a: Any = None, run_b: Any = None, *, strict: bool = False,
-                 allow_diff=()) -> None:
+    def __init__(self, doc: dict, run_a: Any = None, run_b: Any = None, *, metrics_a: dict | None = None,
+                 metrics_b: dict | None = None, strict: bool = False, allow_diff=()) -> None:
         self.doc, self.run_a, self.run_b = doc, run_a, run_b
+        self.metrics_a, self.metrics_b = metrics_a, metrics_b
         self.strict = bool(strict)
         self.allow_diff = check_warning_kinds(allow_diff)
 
@@ -500,7 +503,8 @@ class ComparisonView:
     def _repr_html_(self) -> str:
         parts = [style_html(), header_html(self.doc, strict=self.strict, allow_diff=self.allow_diff),
                  '<div class="cbc"><h2>Paired analysis</h2></div>', paired_html(self.doc), forest_html(self.doc)]
-        if self.run_a is not None and self.run_b is not None:
-            parts += ['<div class="cbc"><h2>Flipped tasks</h2></div>', flips_html(self.doc, self.run_a, self.run_b)]
+        if all(x is not None for x in (self.run_a, self.run_b, self.metrics_a, self.metrics_b)):
+            parts += ['<div class="cbc"><h2>Flipped tasks</h2></div>',
+                      flips_html(self.doc, self.run_a, self.run_b, metrics_a=self.metrics_a, metrics_b=self.metrics_b)]
         parts += ['<div class="cbc"><h2>Telemetry</h2></div>', telemetry_html(self.doc)]
         return "".join(parts)

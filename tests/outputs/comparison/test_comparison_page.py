@@ -10,6 +10,7 @@ import pytest
 
 import capbench_nb as cb
 from capbench_nb.metrics.comparison import compare_runs
+from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.outputs.comparison.page import (
     ComparisonView,
     flips_data,
@@ -109,7 +110,7 @@ def flipped_runs(tmp_path):
 def test_flips_data_lists_flipped_tasks_with_both_runs_attempts(flipped_runs):
     a, b = flipped_runs
     doc = compare_runs(a, b, n_boot=0)
-    data = flips_data(doc, a, b)
+    data = flips_data(doc, a, b, metrics_a=compute_metrics(a), metrics_b=compute_metrics(b))
     assert [t["id"] for t in data["tasks"]] == ["t1", "t2", "t3"]
     t1 = data["tasks"][0]
     assert t1["cells"][:2] == ["t1", "A only"] and t1["keys"][1] == -1
@@ -123,14 +124,16 @@ def test_flips_data_lists_flipped_tasks_with_both_runs_attempts(flipped_runs):
 
 def test_missing_attempts_are_named(flipped_runs):
     a, b = flipped_runs
-    rows = flips_data(compare_runs(a, b, n_boot=0), a, b)["attempts"]
+    rows = flips_data(compare_runs(a, b, n_boot=0), a, b, metrics_a=compute_metrics(a),
+                      metrics_b=compute_metrics(b))["attempts"]
     assert "t4" not in rows  # not flipped: t4's attempt 1 is ineligible in A
 
 
 def test_view_repr_is_short_and_html_names_both_runs(flipped_runs):
     a, b = flipped_runs
     doc = compare_runs(a, b, n_boot=0)
-    view = ComparisonView(doc, a, b, strict=True, allow_diff=["model"])
+    view = ComparisonView(doc, a, b, metrics_a=compute_metrics(a), metrics_b=compute_metrics(b), strict=True,
+                          allow_diff=["model"])
     text = repr(view)
     assert text.startswith("<comparison run-b (B) vs run-a (A): pass@1 ") and "model (allowed)" in text
     assert len(text) < 300
@@ -139,6 +142,7 @@ def test_view_repr_is_short_and_html_names_both_runs(flipped_runs):
     assert "allowed (--allow-diff)" in html and "every one is of a kind allowed" in html
     assert len(view.verdicts()) == 3 and all(v in html for v in view.verdicts())
     assert '<script type="application/json" id="cbc-' in html  # the flipped tasks' data island
+    assert "Flipped tasks" in html and "Flipped tasks" not in ComparisonView(doc, a, b)._repr_html_()  # no counts
     with pytest.raises(ValueError, match="unknown warning kind"):
         ComparisonView(doc, allow_diff=["models"])
 
