@@ -106,21 +106,23 @@ def add_subset_parsers(sub) -> None:
 
 
 def _cmd_suite_select(args: argparse.Namespace) -> int:
-    from capbench_nb.metrics.subset import select_subset
+    from capbench_nb.metrics.subset import select_subset, subset_lock
     from capbench_nb.outputs.build import ReportError
-    from capbench_nb.outputs.subset.files import restrict_lock_file, write_subset
+    from capbench_nb.outputs.subset.files import write_subset
+    from capbench_nb.records.lock import load_lock
     from capbench_nb.records.run import load_run
 
     runs = [load_run(r) for r in args.runs]
     doc = select_subset(runs, size=args.size, strata=args.strata, seed=args.seed)
+    # the input lock is validated (its digest included) as `suite check` reads it, before any kernel starts
+    lock = None if args.lock is None else subset_lock(doc, load_lock(Path(args.lock)))
     if not args.html:
-        print(write_subset(doc, args.out, lock=args.lock))
+        print(write_subset(doc, args.out, lock=lock))
         return EXIT_OK
     from capbench_nb.outputs.subset.run import build_subset_page
 
-    restrict_lock_file(doc, args.lock)  # a lock that cannot be restricted fails before any kernel starts
     try:
-        print(build_subset_page(doc, args.out, lock=args.lock, progress=args.progress))
+        print(build_subset_page(doc, args.out, lock=lock, progress=args.progress))
     except ReportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_REPORT

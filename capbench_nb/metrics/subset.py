@@ -2,13 +2,14 @@
 
 :func:`select_subset` turns >= 3 loaded runs of one suite into the subset.json document (the chosen
 tasks, strata, the estimator, the leave-one-run-out validation); :func:`estimate_run` turns a run
-and that document into estimate.json.  The numbers are :mod:`capbench_nb.metrics.subset_model`'s
+and that document into estimate.json; :func:`subset_lock` restricts a suite lock to the chosen tasks.  The numbers are :mod:`capbench_nb.metrics.subset_model`'s
 (method ``stratified-rasch``; docs/subset.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ import pandas as pd
 from scipy.stats import kendalltau
 
 from capbench_nb.errors import InvalidRunError
+from capbench_nb.format.lock import LOCK_FILE
 from capbench_nb.io.atomic import dumps
 from capbench_nb.metrics.board import common_ground
 from capbench_nb.metrics.document import compute_metrics
@@ -24,10 +26,11 @@ from capbench_nb.metrics.prepare import k_eligible_mask, prepare
 from capbench_nb.metrics.stats import wilson_interval
 from capbench_nb.metrics.subset_model import (DRAWS, PRIOR_SD, TAU, apportion, choose_tasks, estimate_full,
                                               fit_rasch, information, plain_mean, residual_sd)
+from capbench_nb.records.lock import lock_digest
 from capbench_nb.records.run import Run
 
 __all__ = ["SUBSET_SCHEMA", "ESTIMATE_SCHEMA", "METHOD", "GLOBAL_METHOD", "MISSING_LABEL", "RANDOM_SUBSETS", "Outcomes",
-           "run_outcomes", "select_subset", "estimate_run", "subset_estimate"]
+           "run_outcomes", "select_subset", "estimate_run", "subset_estimate", "restrict_lock", "subset_lock"]
 
 SUBSET_SCHEMA = "capbench.subset/1"
 ESTIMATE_SCHEMA = "capbench.estimate/1"
@@ -241,3 +244,36 @@ def estimate_run(run: Run, subset: dict) -> dict:
     return {"schema_version": ESTIMATE_SCHEMA, "run_id": run.run_id,
             "pass@1": {"subset": _rate(int(first_s.sum()), int(first_n.sum()), len(tasks)),
                        "full_suite": subset_estimate(subset["estimator"], tasks, n, s)}}
+
+
+def restrict_lock(lock_doc: dict, task_ids: Sequence[str], suffix: str, selection: dict | None = None) -> dict:
+    """The lock restricted to ``task_ids`` (lock order), ``suite.version`` + ``suffix``, ``selection``, a new digest.
+
+    A restricted lock is a new lock (spec section 12: a lock is never edited): every pin is kept, the
+    digest is computed again.
+
+    Raises
+    ------
+    InvalidRunError
+        A task of ``task_ids`` is not in the lock (rule ``subset``).
+    """
+    wanted = set(task_ids)
+    have = {t.get("task_id") for t in lock_doc.get("tasks", [])}
+    missing = sorted(wanted - have)
+    if missing:
+        raise InvalidRunError(LOCK_FILE, RULE, f"{len(missing)} subset task(s) not in the lock, e.g. {missing[0]!r}")
+    out = json.loads(json.dumps(lock_doc))
+    out["suite"] = {**out["suite"], "version": f"{out['suite']['version']}{suffix}"}
+    out["tasks"] = [t for t in out["tasks"] if t.get("task_id") in wanted]
+    out["selection"] = selection
+    out.pop("digest", None)
+    out["digest"] = lock_digest(out)
+    return out
+
+
+def subset_lock(doc: dict, lock_doc: dict) -> dict:
+    """The suite.lock.json of a subset (spec section 13): ``lock_doc`` (a validated lock, as
+    :func:`~capbench_nb.records.lock.load_lock` reads it) restricted to the subset document ``doc``'s tasks,
+    its version suffixed ``+subset<N>``, ``selection`` the subset document without its validation."""
+    selection = {k: v for k, v in doc.items() if k != "validation"}
+    return restrict_lock(dict(lock_doc), doc["tasks"], f"+subset{doc['size']}", selection)

@@ -1,12 +1,15 @@
-"""subset.html (capbench_nb.outputs.subset): ``capbench-nb suite select`` executes notebooks/subset.ipynb once, and
-the page is read in headless Chromium: the header, the validation tables, the figure, the chosen tasks with a
-hostile task id and run id inert, nothing from the network."""
+"""subset.html (capbench_nb.outputs.subset): ``capbench-nb suite select --lock`` executes notebooks/subset.ipynb
+once, and the page is read in headless Chromium: the header, the validation tables, the figure, the chosen tasks
+with a hostile task id and run id inert, nothing from the network; the notebook writes the restricted lock."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+
+from capbench_nb.metrics.subset import subset_lock
+from capbench_nb.records.lock import dumps_lock, load_lock, make_lock
 
 from conftest import cli, manifest, outcomes, write_run
 
@@ -26,17 +29,28 @@ def built(tmp_path_factory):
         doc["run_id"] = RUN_ID if i == 1 else f"run-{i}"
         codes = {t["task_id"]: "".join("S" if (i + j + a) % 3 else "A" for a in range(3)) for j, t in enumerate(plan)}
         runs.append(write_run(root / f"r{i}", doc, outcomes(codes)))
+    lock, problems = make_lock({"schema_version": "capbench.suite-lock/1", "run_policy": {"k": 3}, "selection": None,
+                                "suite": {"name": "mobile-core-sim", "version": "2026.11"},
+                                "tasks": [{"task_id": t["task_id"], "labels": {"app": t["app"]}} for t in plan]},
+                               "lock.json")
+    assert not problems
+    (root / "lock.json").write_text(dumps_lock(lock), encoding="utf-8")
     out = root / "out"
-    rc, stdout, err = cli("suite", "select", *runs, "--size", "4", "--strata", "app", "--out", out)
+    rc, stdout, err = cli("suite", "select", *runs, "--size", "4", "--strata", "app", "--out", out,
+                          "--lock", root / "lock.json")
     assert rc == 0, err
-    return {"out": out, "doc": json.loads((out / "subset.json").read_text(encoding="utf-8"))}
+    return {"out": out, "doc": json.loads((out / "subset.json").read_text(encoding="utf-8")), "lock": root / "lock.json"}
 
 
-def test_the_four_files(built):
-    assert sorted(p.name for p in built["out"].iterdir()) == ["subset.html", "subset.ipynb", "subset.json", "subset.md"]
+def test_the_five_files(built):
+    assert sorted(p.name for p in built["out"].iterdir()) == ["subset.html", "subset.ipynb", "subset.json", "subset.md",
+                                                              "suite.lock.json"]
     html = (built["out"] / "subset.html").read_text(encoding="utf-8")
     assert HOSTILE not in html and RUN_ID not in html  # escaped: data, never markup
     assert built["doc"]["strata"] == {"app": {"alpha": 2, "beta": 1, "gamma": 1}}
+    written = (built["out"] / "suite.lock.json").read_text(encoding="utf-8")  # by the notebook
+    assert written == dumps_lock(subset_lock(built["doc"], load_lock(built["lock"])))
+    assert json.loads(written)["suite"]["version"] == "2026.11+subset4"
 
 
 def test_the_subset_page(open_page, built):

@@ -2,7 +2,8 @@
 
 :func:`capbench_nb.metrics.subset.select_subset` computes the subset document; here it becomes
 ``subset.md`` (:func:`subset_markdown`, which only reads the document) and the files of
-:func:`write_subset`; :func:`write_estimate` writes estimate.json.
+:func:`write_subset` (with the restricted lock :func:`capbench_nb.metrics.subset.subset_lock` made);
+:func:`write_estimate` writes estimate.json.
 """
 
 from __future__ import annotations
@@ -13,19 +14,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from capbench_nb.errors import InvalidRunError
+from capbench_nb.format.lock import LOCK_FILE
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.metrics.subset import RULE
-from capbench_nb.records.lock import load_lock, lock_digest
+from capbench_nb.records.lock import dumps_lock
 from capbench_nb.outputs.html.escaping import md_escape
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
 __all__ = ["SUBSET_FILE", "SUBSET_MARKDOWN", "ESTIMATE_FILE", "LOCK_FILE", "subset_markdown", "write_subset",
-           "read_subset", "write_estimate", "restrict_lock", "restrict_lock_file"]
+           "read_subset", "read_handed", "write_estimate"]
 
 SUBSET_FILE = "subset.json"
 SUBSET_MARKDOWN = "subset.md"
 ESTIMATE_FILE = "estimate.json"
-LOCK_FILE = "suite.lock.json"
 
 
 def _num(value, digits: int = 3) -> str:
@@ -63,23 +64,6 @@ def subset_markdown(doc: dict, run_ids: Sequence[str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def restrict_lock(lock_doc: dict, task_ids: Sequence[str], suffix: str, selection: dict | None = None) -> dict:
-    """The lock restricted to ``task_ids`` (lock order), ``suite.version`` + ``suffix``, ``selection``, a new digest."""
-    wanted = set(task_ids)
-    have = {t.get("task_id") for t in lock_doc.get("tasks", [])}
-    missing = sorted(wanted - have)
-    if missing:
-        raise InvalidRunError("suite.lock.json", RULE, f"{len(missing)} subset task(s) not in the lock, "
-                              f"e.g. {missing[0]!r}")
-    out = json.loads(json.dumps(lock_doc))
-    out["suite"] = {**out["suite"], "version": f"{out['suite']['version']}{suffix}"}
-    out["tasks"] = [t for t in out["tasks"] if t.get("task_id") in wanted]
-    out["selection"] = selection
-    out.pop("digest", None)
-    out["digest"] = lock_digest(out)
-    return out
-
-
 def _read_json(path: Path) -> dict:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -100,25 +84,21 @@ def read_subset(path: str | os.PathLike) -> dict:
     return doc
 
 
-def restrict_lock_file(doc: dict, lock: str | os.PathLike | None) -> dict | None:
-    """The lock file ``lock`` restricted to the subset ``doc`` (spec section 13), None without a lock."""
-    if lock is None:
-        return None
-    selection = {k: v for k, v in doc.items() if k != "validation"}
-    # the input lock is validated (its digest included) as `suite check` reads it
-    return restrict_lock(dict(load_lock(Path(lock))), doc["tasks"], f"+subset{doc['size']}", selection)
-
-
-def write_subset(doc: dict, out_dir: str | os.PathLike, *, lock: str | os.PathLike | None = None) -> Path:
-    """Write subset.json and subset.md (and, with ``lock``, the restricted suite.lock.json) into ``out_dir``."""
+def write_subset(doc: dict, out_dir: str | os.PathLike, *, lock: dict | None = None) -> Path:
+    """Write subset.json and subset.md into ``out_dir``, and ``lock`` (the subset's restricted lock,
+    :func:`capbench_nb.metrics.subset.subset_lock`), when given, as suite.lock.json."""
     out = Path(out_dir)
-    lock_out = restrict_lock_file(doc, lock)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / SUBSET_FILE, dumps(doc))
     write_atomic(out / SUBSET_MARKDOWN, subset_markdown(doc))
-    if lock_out is not None:
-        write_atomic(out / LOCK_FILE, json.dumps(lock_out, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    if lock is not None:
+        write_atomic(out / LOCK_FILE, dumps_lock(lock))
     return out / SUBSET_FILE
+
+
+def read_handed(path: str | os.PathLike | None) -> dict | None:
+    """A JSON document the CLI handed to the subset notebook as a file (None for None)."""
+    return None if path is None else _read_json(Path(path))
 
 
 def write_estimate(doc: dict, out_dir: str | os.PathLike) -> Path:

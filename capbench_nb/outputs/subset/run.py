@@ -21,9 +21,10 @@ __all__ = ["SUBSET_NOTEBOOK", "build_subset_page"]
 SUBSET_NOTEBOOK = "subset.ipynb"
 
 
-def build_subset_page(doc: dict, out_dir: str | os.PathLike, *, lock: str | os.PathLike | None = None,
+def build_subset_page(doc: dict, out_dir: str | os.PathLike, *, lock: dict | None = None,
                       progress: bool | None = None, notebook: str | os.PathLike | None = None) -> Path:
-    """Execute the subset notebook on ``doc``: subset.json, subset.md, subset.ipynb, subset.html in ``out_dir``.
+    """Execute the subset notebook on ``doc``: subset.json, subset.md, subset.ipynb, subset.html in ``out_dir``
+    (and suite.lock.json: ``lock``, the restricted lock of :func:`capbench_nb.metrics.subset.subset_lock`).
 
     Returns the path of subset.html; a failing cell raises
     :class:`~capbench_nb.outputs.build.ReportError` and leaves ``out_dir`` as it was.
@@ -35,6 +36,9 @@ def build_subset_page(doc: dict, out_dir: str | os.PathLike, *, lock: str | os.P
     with tempfile.TemporaryDirectory(prefix="capbench-subset-") as tmp:
         handed = Path(tmp) / SUBSET_FILE
         handed.write_text(dumps(doc), encoding="utf-8")
-        parameters = {"subset": str(handed), "lock": None if lock is None else os.path.abspath(lock)}
+        parameters = {"subset": str(handed), "lock": None}
+        if lock is not None:
+            parameters["lock"] = str(Path(tmp) / LOCK_FILE)
+            Path(parameters["lock"]).write_text(dumps(lock), encoding="utf-8")
         return build_outputs(source, Path(out_dir), parameters, written=written, stem="subset", title=title,
                              progress=progress)
