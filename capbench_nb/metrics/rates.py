@@ -336,60 +336,71 @@ def per_task(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None, 
     return per_task_of(prepare(attempts, plan), k, confidence=confidence)
 
 
+def _group_median(pos: np.ndarray, values: np.ndarray, mask: np.ndarray, n: int) -> np.ndarray:
+    """Per task 0..n-1, the median of ``values`` where ``mask`` and not NaN (NaN if none): the middle value,
+    or the mean ``(a + b) / 2`` of the two middle ones, as pandas' grouped median computes it."""
+    keep = mask & ~np.isnan(values)
+    t, v = pos[keep], values[keep]
+    order = np.lexsort((v, t))
+    t, v = t[order], v[order]
+    size = np.bincount(t, minlength=n)
+    start = np.cumsum(size) - size
+    has = size > 0
+    low, high = (start + (size - 1) // 2)[has], (start + size // 2)[has]
+    out = np.full(n, np.nan)
+    out[has] = np.where(low == high, v[low], (v[low] + v[high]) / 2)
+    return out
+
+
 def per_task_of(p: Prepared, k: int, *, confidence: float = 0.95) -> pd.DataFrame:
     """:func:`per_task` of an already prepared run."""
     plan = p.plan
     a, pos, num, eligible, success = p.counted, p.pos, p.attempt, p.eligible, p.success
-    tasks = pd.RangeIndex(p.n_tasks)
     never = np.iinfo("int64").max
     first = np.full(p.n_tasks, never, dtype="int64")
     np.minimum.at(first, pos[success], num[success])
     first = np.where(first < never, first.astype("float64"), np.nan)
-
-    out = pd.DataFrame(
-        {
-            "task_id": plan["task_id"].to_numpy(),
-            "planned_repeats": plan["planned_repeats"].to_numpy(dtype="int64"),
-            "attempts": p.count(),
-            "eligible": p.count(eligible),
-            "successes": p.count(success),
-        }
-    )
-    out["task_id"] = out["task_id"].astype("string")
-    out["k_eligible"] = p.k_eligible(k)
-    low, high = wilson_interval_array(out["successes"], out["eligible"], confidence=confidence)
+    n_eligible, successes = p.count(eligible), p.count(success)
+    k_eligible = p.k_eligible(k)
+    low, high = wilson_interval_array(successes, n_eligible, confidence=confidence)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = out["successes"].to_numpy() / out["eligible"].to_numpy()
-    out["success_rate"] = pd.array(np.where(out["eligible"] > 0, rate, np.nan), dtype="Float64")
-    out["success_ci_low"] = pd.array(low, dtype="Float64")
-    out["success_ci_high"] = pd.array(high, dtype="Float64")
-    out["first_success_attempt"] = pd.array(first, dtype="Int64")
+        rate = successes / n_eligible
+    out = {
+        "task_id": pd.array(plan["task_id"].to_numpy(), dtype="string"),
+        "planned_repeats": plan["planned_repeats"].to_numpy(dtype="int64"),
+        "attempts": p.count(),
+        "eligible": n_eligible,
+        "successes": successes,
+        "k_eligible": k_eligible,
+        "success_rate": pd.array(np.where(n_eligible > 0, rate, np.nan), dtype="Float64"),
+        "success_ci_low": pd.array(low, dtype="Float64"),
+        "success_ci_high": pd.array(high, dtype="Float64"),
+        "first_success_attempt": pd.array(first, dtype="Int64"),
+    }
 
-    # Cost to first success: eligible attempts numbered up to the first success.
-    first_of = first[pos]
-    upto = eligible & (num <= first_of)
-    for name, dtype in (("task_wall_ms", "Float64"), ("total_tokens", "Int64"), ("cost", "Float64")):
-        column = a[name][upto]
-        frame = pd.DataFrame(
-            {
-                "t": pos[upto],
-                "attempt": num[upto],
-                "v": column.to_numpy(dtype="float64" if dtype == "Float64" else "int64", na_value=0),
-                "null": column.isna().to_numpy(),
-            }
-        ).sort_values(["t", "attempt"], kind="stable")  # a fixed order keeps float sums reproducible
-        g = frame.groupby("t", sort=False)
-        sums = g["v"].sum().astype("object").where(~g["null"].any(), None).reindex(tasks)
-        out[f"cost_to_first_success_{name}"] = pd.array(sums.to_numpy(dtype="object"), dtype=dtype)
+    # Cost to first success: eligible attempts numbered up to the first success, summed in (task, attempt)
+    # order (a fixed order keeps float sums reproducible), null when any addend is null.
+    upto = np.flatnonzero(eligible & (num <= first[pos]))
+    upto = upto[np.lexsort((num[upto], pos[upto]))]
+    costs = (("task_wall_ms", "Float64"), ("total_tokens", "Int64"), ("cost", "Float64"))
+    t = pos[upto]
+    values, nulls = {}, {}
+    for name, dtype in costs:
+        column = a[name].iloc[upto]
+        values[name] = column.to_numpy(dtype="float64" if dtype == "Float64" else "int64", na_value=0)
+        nulls[name] = np.bincount(t[column.isna().to_numpy()], minlength=p.n_tasks) > 0
+    sums = pd.DataFrame(values).groupby(t, sort=True).sum()  # pandas' compensated (Kahan) sum per task
+    for name, dtype in costs:
+        total = np.full(p.n_tasks, None, dtype="object")
+        total[sums.index.to_numpy()] = sums[name].to_numpy(dtype="object")
+        total[nulls[name]] = None
+        out[f"cost_to_first_success_{name}"] = pd.array(total, dtype=dtype)
 
-    oracle = np.where(p.k_eligible(k), p.oracle(k), np.nan)
-    out["oracle_best_score"] = pd.array(oracle, dtype="Float64")
-
+    out["oracle_best_score"] = pd.array(np.where(k_eligible, p.oracle(k), np.nan), dtype="Float64")
     for name in ("task_wall_ms", "total_tokens"):
-        vals = pd.DataFrame({"t": pos[eligible], "v": a[name].to_numpy(dtype="float64", na_value=np.nan)[eligible]})
-        med = vals.dropna().groupby("t", sort=False)["v"].median().reindex(tasks)
-        out[f"median_{name}"] = pd.array(med.to_numpy(dtype="float64"), dtype="Float64")
-    return out
+        values = a[name].to_numpy(dtype="float64", na_value=np.nan)
+        out[f"median_{name}"] = pd.array(_group_median(pos, values, eligible, p.n_tasks), dtype="Float64")
+    return pd.DataFrame(out)
 
 
 def attempt_counts(attempts: Run | pd.DataFrame, *, plan: pd.DataFrame | None = None) -> dict:
