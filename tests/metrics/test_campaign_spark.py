@@ -22,8 +22,10 @@ RATE_KEYS = ("value", "successes", "n", "ci_low", "ci_high", "coverage")
 def spark():
     from capbench_nb.metrics.campaign import spark_session
 
+    # a short-lived JVM on tiny data: the C1 compiler only and the serial collector start ~25% faster
     session = spark_session({"spark.master": "local[1]", "spark.ui.enabled": "false",
-                             "spark.sql.shuffle.partitions": "2"})
+                             "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
+                             "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"})
     yield session
     session.stop()
 
