@@ -13,7 +13,7 @@ arrays (the functions the metrics use on one run, one path for scalars and array
   all_attempts_pass_rate over G apps and its t interval on G - 1 degrees of freedom (section 11);
 - **selected@k** (Wilson over the entering tasks, section 9) with the simulator's selector;
 - **Newcombe** (``paired_difference_interval_array``): the paired difference of ``compare``;
-- **rank** (``capbench_nb.metrics.board.rank_intervals``): the board's bootstrap rank interval
+- **rank** (``capbench_nb.metrics.board_stats.rank_intervals``): the board's bootstrap rank interval
   (section 10), one call per simulated board of 3 runs (a loop over boards, each bootstrap
   vectorised: 1,000 boards of B = 2,000 resamples per cell by default, the board's own B).
 
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import betaincinv, ndtr
 
-from capbench_nb.metrics.board import rank_intervals
+from capbench_nb.metrics.board_stats import rank_intervals
 from capbench_nb.metrics.health import ClusteredError, clustered_caveat, clustered_mean_se
 from capbench_nb.metrics.power import beta_mean_for
 from capbench_nb.metrics.stats import paired_difference_interval_array, t_interval_array, wilson_interval_array

@@ -290,7 +290,7 @@ def _unique(items: list[str]) -> list[str]:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import json
 
-    from capbench_nb.metrics.comparison import blocking_warnings, check_warning_kinds
+    from capbench_nb.metrics.compatibility import blocking_warnings, check_warning_kinds
     from capbench_nb.outputs.build import ReportError
     from capbench_nb.outputs.comparison.run import build_comparison
 

@@ -1,5 +1,3 @@
-# long module: section 10's document in one place: common ground, pairs, groups, ranks, cost, the selector's
-# selected@k and compatibility share one preparation per run and the same positions
 """A board of many runs (spec section 10): which run is better, how sure, at what cost.
 
 :func:`board` turns N >= 2 loaded runs (or run directories) into the board.json document
@@ -20,9 +18,10 @@ For runs a < b (input positions) and a metric, the paired tasks are the common t
 metric's denominator in both runs; ``a_only`` counts those a succeeded on and b did not,
 ``b_only`` the reverse, and ``p`` is the exact McNemar p of
 :func:`~capbench_nb.metrics.stats.mcnemar_exact` (1 without a discordant task).  Holm's step-down
-correction (:func:`holm_adjust`) runs over the N(N-1)/2 pairs of each metric.  Groups
-(:func:`board_groups`) and ranks (:func:`board_ranks`) are those of section 10; rank intervals
-come from a paired bootstrap of the common tasks (:func:`rank_intervals`).
+correction (:func:`~capbench_nb.metrics.board_stats.holm_adjust`) runs over the N(N-1)/2 pairs of
+each metric.  Groups (:func:`~capbench_nb.metrics.board_stats.board_groups`) and ranks
+(:func:`~capbench_nb.metrics.board_stats.board_ranks`) are those of section 10; rank intervals come from
+a paired bootstrap of the common tasks (:func:`~capbench_nb.metrics.board_stats.rank_intervals`).
 
 Cost
 ----
@@ -34,9 +33,9 @@ runs with a board value, the non-dominated ones form the cost-accuracy frontier
 Compatibility
 -------------
 ``compatibility.warnings`` states the common ground (``task_set``: tasks left out; ``k``: the
-runs' k differ) and, for every other code of :data:`~capbench_nb.metrics.comparison.WARNING_CODES`,
+runs' k differ) and, for every other code of :data:`~capbench_nb.metrics.compatibility.WARNING_CODES`,
 which runs differ from the first run; ``against_first`` holds the warnings of
-:func:`~capbench_nb.metrics.comparison.compatibility_warnings` of the first run against each other
+:func:`~capbench_nb.metrics.compatibility.compatibility_warnings` of the first run against each other
 run, as ``capbench-nb compare`` words them.
 
 Best-of-k with a selector
@@ -61,17 +60,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from capbench_nb._version import __version__
-from capbench_nb.metrics.comparison import WARNING_CODES, compatibility_warnings
+from capbench_nb.metrics.board_stats import board_groups, board_ranks, holm_adjust, pair_tests, rank_intervals
+from capbench_nb.metrics.compatibility import WARNING_CODES, compatibility_warnings, plan_ids, show_value
 from capbench_nb.metrics.prepare import k_eligible_mask, prepare, shared_preparation
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.registry import paired_rates
 from capbench_nb.metrics.selection import selection_metrics
-from capbench_nb.metrics.stats import mcnemar_exact
 from capbench_nb.records.run import Run
 
 __all__ = [
@@ -86,11 +84,6 @@ __all__ = [
     "board_outcomes",
     "selection_reason",
     "board_selection",
-    "pair_tests",
-    "holm_adjust",
-    "board_groups",
-    "board_ranks",
-    "rank_intervals",
     "cost_per_attempt",
     "frontier_flags",
 ]
@@ -104,8 +97,6 @@ SELECTED = "selected@k"
 BOARD_METRIC_CHOICES = BOARD_METRICS + (SELECTED,)
 #: Outcome characters of ``runs[i].outcomes``: success, failure, not in the metric's denominator.
 OUTCOME_CHARS = ("1", "0", ".")
-#: Bootstrap resamples held in memory at once, as resamples x common tasks cells.
-_CHUNK_CELLS = 1 << 22
 
 
 # =========================================================================== options and common ground
@@ -125,13 +116,9 @@ def check_board_options(*, metric: str, alpha: float, seed: int, resamples: int,
         raise ValueError(f"resamples must be an integer >= 0, got {resamples!r}")
 
 
-def _plan_ids(run: Run) -> list[str]:
-    return [str(t) for t in run.plan["task_id"].astype(object)]
-
-
 def common_ground(runs: Sequence[Run]) -> tuple[list[str], list[str], int]:
     """``(common task ids in the first run's plan order, task ids left out (sorted), common k)``."""
-    plans = [_plan_ids(run) for run in runs]
+    plans = [plan_ids(run) for run in runs]
     everywhere = set(plans[0]).intersection(*plans[1:])
     common = [t for t in plans[0] if t in everywhere]
     left_out = sorted(set().union(*plans) - everywhere)
@@ -161,7 +148,7 @@ def board_outcomes(run: Run, common: list[str], k: int) -> tuple[np.ndarray, np.
 
 
 def _positions(run: Run, tasks: list[str]) -> list[int]:
-    index = {t: i for i, t in enumerate(_plan_ids(run))}
+    index = {t: i for i, t in enumerate(plan_ids(run))}
     return [index[t] for t in tasks]
 
 
@@ -205,158 +192,7 @@ def check_board_metric(runs: Sequence[Run], metric: str) -> None:
         i, reason = missing[0]
         more = f" (and {len(missing) - 1} more run(s) without one)" if len(missing) > 1 else ""
         raise ValueError(f"the board metric selected@k needs a selected@k for every run, but #{i + 1} "
-                         f"{_show(runs[i].run_id)} has none: {reason}{more}")
-
-
-# =========================================================================== pairs and Holm
-
-
-def pair_tests(eligible: np.ndarray, success: np.ndarray) -> list[dict]:
-    r"""Every pair a < b of runs on one metric: paired tasks, discordant counts and McNemar's p.
-
-    Parameters
-    ----------
-    eligible, success : bool arrays of shape (N, T)
-        Per run and task: in the metric's denominator; succeeded (False outside it).
-
-    Returns
-    -------
-    list of dict
-        ``{"a", "b", "n", "a_only", "b_only", "p"}`` for (0, 1), (0, 2), ..., (N-2, N-1).  Over the
-        tasks in both denominators, ``a_only`` = a succeeded and b did not, ``b_only`` the reverse;
-        ``p = min(1, 2 P(X <= min(a_only, b_only)))``, :math:`X \sim \mathrm{Binomial}(a\_only +
-        b\_only, 1/2)`, and 1 when there is no discordant task (spec sections 9 and 10).
-    """
-    e = np.asarray(eligible, dtype=np.float64)
-    s = np.asarray(success, dtype=bool) & np.asarray(eligible, dtype=bool)
-    won = s.astype(np.float64)
-    lost = e - won
-    both = e @ e.T  # integer counts: exact in float64 far beyond any task count
-    only = won @ lost.T  # [a, b]: a succeeded, b failed (and both in the denominator)
-    out = []
-    for a in range(e.shape[0]):
-        for b in range(a + 1, e.shape[0]):
-            a_only, b_only = int(only[a, b]), int(only[b, a])
-            out.append({"a": a, "b": b, "n": int(both[a, b]), "a_only": a_only, "b_only": b_only,
-                        "p": mcnemar_exact(a_only, b_only)})
-    return out
-
-
-def holm_adjust(p: Sequence[float]) -> np.ndarray:
-    r"""Holm's step-down adjusted p-values, in the input order.
-
-    With the m p-values sorted ascending :math:`p_{(1)} \le \dots \le p_{(m)}`,
-
-    .. math:: \tilde p_{(i)} = \max_{j \le i} \min\bigl(1, (m - j + 1)\, p_{(j)}\bigr).
-
-    Tied p-values get the same adjusted value whatever their order.  Equal to
-    ``statsmodels.stats.multitest.multipletests(p, method="holm")[1]``.
-
-    References
-    ----------
-    S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6
-    (1979) 65-70.
-    """
-    values = np.asarray(p, dtype=np.float64)
-    m = values.size
-    if m == 0:
-        return values
-    order = np.argsort(values, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * values[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.maximum.accumulate(scaled)
-    return adjusted
-
-
-# =========================================================================== groups and ranks
-
-
-def _board_order(values: Sequence[float | None]) -> list[int]:
-    """Input positions by board value, highest first; null last; equal values keep input order."""
-    return sorted(range(len(values)), key=lambda i: (values[i] is None, -(values[i] or 0.0), i))
-
-
-def board_groups(values: Sequence[float | None], p_holm: np.ndarray, alpha: float) -> list[list[int]]:
-    """Section 10's groups: each anchored by the best run not yet grouped, joined by those not separable from it.
-
-    Parameters
-    ----------
-    values : sequence of float or None
-        Board values per run (input order).
-    p_holm : array of shape (N, N)
-        Holm-adjusted p of each pair (symmetric; the diagonal is not read).
-    alpha : float
-        A run joins the anchor's group when its adjusted p against the anchor is >= alpha.
-
-    Returns
-    -------
-    list of list of int
-        Input positions, group 1 first; within a group the anchor first, then board order.
-    """
-    order = _board_order(values)
-    placed: set[int] = set()
-    groups = []
-    for anchor in order:
-        if anchor in placed:
-            continue
-        group = [anchor] + [r for r in order if r not in placed and r != anchor and p_holm[anchor, r] >= alpha]
-        placed.update(group)
-        groups.append(group)
-    return groups
-
-
-def board_ranks(values: Sequence[float | None]) -> list[int | None]:
-    """Rank = 1 + the number of runs with a strictly higher board value; None for a run without one."""
-    known = [v for v in values if v is not None]
-    return [None if v is None else 1 + sum(1 for w in known if w > v) for v in values]
-
-
-def rank_intervals(eligible: np.ndarray, success: np.ndarray, *, resamples: int,
-                   seed: int) -> list[list[int] | None]:
-    """Each run's 95% rank interval from a paired bootstrap of the common tasks.
-
-    Resample b is ``numpy.random.default_rng(seed).integers(0, T, size=T)``, the b-th such call: T
-    task indices drawn with replacement (a task drawn twice counts twice), the same for every run.
-    In each resample every run's value is its successes over its denominator on the drawn tasks
-    (a run whose denominator is empty there ranks below every run with a value) and its rank is 1 +
-    the number of runs with a strictly higher value.  The interval is the 2.5th and 97.5th
-    percentiles of the B ranks (numpy's linear interpolation), rounded outwards (floor, ceiling).
-
-    Parameters
-    ----------
-    eligible, success : bool arrays of shape (N, T)
-        The board metric's denominator and successes per run and common task.
-    resamples : int
-        B; 0 gives no interval.
-    seed : int
-
-    Returns
-    -------
-    list
-        ``[low, high]`` per run, or None for every run when ``resamples == 0`` or there is no common
-        task.
-    """
-    e = np.asarray(eligible, dtype=np.float64)
-    n_runs, n_tasks = e.shape
-    if resamples == 0 or n_tasks == 0:
-        return [None] * n_runs
-    from scipy.stats import rankdata
-
-    won = (np.asarray(success, dtype=bool) & np.asarray(eligible, dtype=bool)).astype(np.float64)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _CHUNK_CELLS // n_tasks)
-    ranks = np.empty((resamples, n_runs), dtype=np.float64)
-    for start in range(0, resamples, chunk):
-        rows = min(chunk, resamples - start)
-        weights = np.empty((rows, n_tasks), dtype=np.float64)
-        for i in range(rows):
-            weights[i] = np.bincount(rng.integers(0, n_tasks, size=n_tasks), minlength=n_tasks)
-        numerator, denominator = weights @ won.T, weights @ e.T  # exact integer sums
-        with np.errstate(divide="ignore", invalid="ignore"):
-            value = np.where(denominator > 0, numerator / denominator, -np.inf)
-        ranks[start:start + rows] = rankdata(-value, method="min", axis=1)
-    low, high = np.percentile(ranks, [2.5, 97.5], axis=0)
-    return [[int(math.floor(lo)), int(math.ceil(hi))] for lo, hi in zip(low, high)]
+                         f"{show_value(runs[i].run_id)} has none: {reason}{more}")
 
 
 # =========================================================================== cost
@@ -396,14 +232,8 @@ def frontier_flags(values: Sequence[float | None], costs: Sequence[float | None]
 # =========================================================================== compatibility
 
 
-def _show(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def _names(runs: Sequence[Run], positions: list[int], limit: int = 5) -> str:
-    shown = ", ".join(f"#{i + 1} {_show(runs[i].run_id)}" for i in positions[:limit])
+    shown = ", ".join(f"#{i + 1} {show_value(runs[i].run_id)}" for i in positions[:limit])
     return shown + (f" and {len(positions) - limit} more" if len(positions) > limit else "")
 
 
@@ -412,8 +242,8 @@ def _compatibility(runs: Sequence[Run], common: list[str], left_out: list[str], 
     against = [{"run": i, "warnings": compatibility_warnings(runs[0], runs[i])} for i in range(1, len(runs))]
     warnings = []
     if left_out:
-        planned = [len(_plan_ids(run)) for run in runs]
-        partial = [i for i, run in enumerate(runs) if len(_plan_ids(run)) > len(common)]
+        planned = [len(plan_ids(run)) for run in runs]
+        partial = [i for i, run in enumerate(runs) if len(plan_ids(run)) > len(common)]
         warnings.append({"code": "task_set", "runs": partial, "message": (
             f"the runs plan different task sets ({min(planned)} to {max(planned)} tasks): the board compares them "
             f"on the {len(common)} tasks planned in every run; {len(left_out)} task(s) planned in only some runs "
@@ -431,7 +261,7 @@ def _compatibility(runs: Sequence[Run], common: list[str], left_out: list[str], 
         if hits:
             positions = [i for i, _ in hits]
             warnings.append({"code": code, "runs": positions, "message": (
-                f"{len(positions)} of {len(runs) - 1} run(s) differ from the first run (#1 {_show(runs[0].run_id)}) "
+                f"{len(positions)} of {len(runs) - 1} run(s) differ from the first run (#1 {show_value(runs[0].run_id)}) "
                 f"in {code}: {_names(runs, positions)}; e.g. #{positions[0] + 1} (B) against #1 (A): "
                 f"{hits[0][1]['message']}")})
     return {"compatible": not warnings, "warnings": warnings, "against_first": against}
@@ -522,6 +352,38 @@ def _metric_pairs(name: str, positions: list[int], eligible: np.ndarray, success
 
 
 # long function: the document, key by key in section 10's order; each block is a call to a helper above
+def _families(outcomes: list, picks: list) -> dict:
+    """Per metric: the runs paired (input positions) with their denominators and successes per common task."""
+    families = {name: (list(range(len(outcomes))), np.stack([e[m] for e, _ in outcomes]),
+                       np.stack([s[m] for _, s in outcomes])) for m, name in enumerate(BOARD_METRICS)}
+    chosen = [i for i, pick in enumerate(picks) if pick is not None]
+    if len(chosen) >= 2:
+        families[SELECTED] = (chosen, np.stack([picks[i][0] for i in chosen]), np.stack([picks[i][1] for i in chosen]))
+    return families
+
+
+def _place(entries: list[dict], pairs: list[dict], outcomes: tuple, *, metric: str, alpha: float, seed: int,
+           resamples: int) -> tuple[list[list[int]], list[bool | None]]:
+    """Fill each run entry's ``group``, ``rank``, ``rank_interval`` and ``frontier`` by the board metric;
+    return the groups and the frontier flags."""
+    values = [entry["values"][metric]["value"] for entry in entries]
+    p_holm = np.ones((len(entries), len(entries)))
+    for pair in pairs:
+        if pair["metric"] == metric:
+            p_holm[pair["a"], pair["b"]] = p_holm[pair["b"], pair["a"]] = pair["p_holm"]
+    groups = board_groups(values, p_holm, float(alpha))
+    intervals = rank_intervals(*outcomes, resamples=resamples, seed=seed)
+    flags = frontier_flags(values, [entry["cost_per_attempt"] for entry in entries])
+    for number, group in enumerate(groups, start=1):
+        for i in group:
+            entries[i]["group"] = number
+    for i, (entry, rank) in enumerate(zip(entries, board_ranks(values))):
+        entry["rank"] = rank
+        entry["rank_interval"] = intervals[i] if rank is not None else None
+        entry["frontier"] = flags[i]
+    return groups, flags
+
+
 def board(runs: Sequence[Run], *, metric: str = "pass@1", alpha: float = 0.05, seed: int = 0,
           resamples: int = 2000) -> dict:
     """The board.json document of N >= 2 runs (spec section 10).
@@ -578,30 +440,11 @@ def board(runs: Sequence[Run], *, metric: str = "pass@1", alpha: float = 0.05, s
         picks = [board_selection(run, common, k) if selection else None for run in loaded]
         entries = [_run_entry(run, e, s, common, k, pick, selection=selection)
                    for run, (e, s), pick in zip(loaded, outcomes, picks)]
-        # per metric: the runs paired (input positions) with their denominators and successes per common task
-        families = {name: (list(range(len(loaded))), np.stack([e[m] for e, _ in outcomes]),
-                           np.stack([s[m] for _, s in outcomes])) for m, name in enumerate(BOARD_METRICS)}
-        chosen = [i for i, pick in enumerate(picks) if pick is not None]
-        if len(chosen) >= 2:
-            families[SELECTED] = (chosen, np.stack([picks[i][0] for i in chosen]),
-                                  np.stack([picks[i][1] for i in chosen]))
+        families = _families(outcomes, picks)
         pairs = [pair for name, family in families.items() for pair in _metric_pairs(name, *family)]
         compatibility = _compatibility(loaded, common, left_out, k)
-    values = [entry["values"][metric]["value"] for entry in entries]
-    p_holm = np.ones((len(loaded), len(loaded)))
-    for pair in pairs:
-        if pair["metric"] == metric:
-            p_holm[pair["a"], pair["b"]] = p_holm[pair["b"], pair["a"]] = pair["p_holm"]
-    groups = board_groups(values, p_holm, float(alpha))
-    intervals = rank_intervals(*families[metric][1:], resamples=resamples, seed=seed)
-    flags = frontier_flags(values, [entry["cost_per_attempt"] for entry in entries])
-    for number, group in enumerate(groups, start=1):
-        for i in group:
-            entries[i]["group"] = number
-    for i, (entry, rank) in enumerate(zip(entries, board_ranks(values))):
-        entry["rank"] = rank
-        entry["rank_interval"] = intervals[i] if rank is not None else None
-        entry["frontier"] = flags[i]
+    groups, flags = _place(entries, pairs, families[metric][1:], metric=metric, alpha=alpha, seed=seed,
+                           resamples=resamples)
     on_frontier = sorted((i for i, f in enumerate(flags) if f), key=lambda i: (entries[i]["cost_per_attempt"], i))
     return {
         "schema_version": BOARD_SCHEMA_VERSION,
@@ -617,13 +460,18 @@ def board(runs: Sequence[Run], *, metric: str = "pass@1", alpha: float = 0.05, s
         "frontier": on_frontier,
         "compatibility": compatibility,
         "methods": _methods(alpha, selection),
-        "provenance": {
-            "toolkit": "capbench-nb",
-            "toolkit_version": __version__,
-            "inputs": [dict(run.hashes) for run in loaded],
-            "allow_invalid": [not run.strict for run in loaded],
-            "evidence_checked": [run.evidence_checked for run in loaded],
-        },
+        "provenance": _provenance(loaded),
+    }
+
+
+def _provenance(runs: list[Run]) -> dict:
+    """The toolkit, and per run its input hashes (as in its metrics.json) and reading options."""
+    return {
+        "toolkit": "capbench-nb",
+        "toolkit_version": __version__,
+        "inputs": [dict(run.hashes) for run in runs],
+        "allow_invalid": [not run.strict for run in runs],
+        "evidence_checked": [run.evidence_checked for run in runs],
     }
 
 

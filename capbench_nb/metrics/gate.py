@@ -22,7 +22,7 @@ margin D with power 0.8 if the true difference were 0,
 :math:`\psi` = 0 or D = 0).
 
 Compatibility: ``compare``'s warnings
-(:func:`capbench_nb.metrics.comparison.compatibility_warnings`) whose kind is
+(:func:`capbench_nb.metrics.compatibility.compatibility_warnings`) whose kind is
 not allowed (``--allow-diff``) make the overall decision ``incompatible``; each
 metric keeps its numeric decision.  Otherwise the overall decision is the worst
 metric, fail > inconclusive > pass.  Exit status (:data:`EXIT_CODES`): 0 pass,
@@ -49,15 +49,8 @@ import numpy as np
 import pandas as pd
 
 from capbench_nb._version import __version__
-from capbench_nb.metrics.comparison import (
-    INTERVAL_METHOD,
-    PAIRED_METRICS,
-    blocking_warnings,
-    check_warning_kinds,
-    compatibility_warnings,
-    paired_entry,
-    run_paired_outcomes,
-)
+from capbench_nb.metrics.comparison import INTERVAL_METHOD, PAIRED_METRICS, paired_entry, run_paired_outcomes
+from capbench_nb.metrics.compatibility import blocking_warnings, check_warning_kinds, compatibility_warnings
 from capbench_nb.metrics.power import noninferiority_tasks
 from capbench_nb.metrics.prepare import as_bool, counted_attempts
 from capbench_nb.metrics.selection import selection_metrics
@@ -112,7 +105,7 @@ def check_gate_options(*, metrics: Sequence[str] | str | None = None, margin: An
     alpha : float
         One-sided level, in (0, 0.5).
     allow_diff : iterable of str
-        Warning kinds of ``compare`` (:data:`capbench_nb.metrics.comparison.WARNING_CODES`).
+        Warning kinds of ``compare`` (:data:`capbench_nb.metrics.compatibility.WARNING_CODES`).
 
     Raises
     ------

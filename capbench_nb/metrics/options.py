@@ -1,6 +1,6 @@
 """Constants that the command line names in its help texts, without the numerical stack.
 
-``capbench-nb --help`` builds every parser; importing :mod:`capbench_nb.metrics.comparison`
+``capbench-nb --help`` builds every parser; importing :mod:`capbench_nb.metrics.compatibility`
 or :mod:`capbench_nb.metrics.health` for two constants would load pandas and numpy (seconds).
 They are stated here once and re-exported by those modules.
 """

@@ -30,16 +30,8 @@ from statsmodels.stats.multitest import multipletests
 
 import capbench_nb as cb
 from capbench_nb.io.atomic import dumps
-from capbench_nb.metrics.board import (
-    BOARD_SCHEMA_VERSION,
-    board,
-    board_groups,
-    board_ranks,
-    frontier_flags,
-    holm_adjust,
-    pair_tests,
-    rank_intervals,
-)
+from capbench_nb.metrics.board import BOARD_SCHEMA_VERSION, board, frontier_flags
+from capbench_nb.metrics.board_stats import board_groups, board_ranks, holm_adjust, pair_tests, rank_intervals
 from capbench_nb.metrics.selection import selection_metrics
 from capbench_nb.metrics.stats import wilson_interval
 

@@ -24,13 +24,8 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 import capbench_nb as cb
-from capbench_nb.metrics.comparison import (
-    COMPARISON_SCHEMA_VERSION,
-    WARNING_CODES,
-    compare_runs,
-    compatibility_warnings,
-    paired_outcomes,
-)
+from capbench_nb.metrics.comparison import COMPARISON_SCHEMA_VERSION, compare_runs, paired_outcomes
+from capbench_nb.metrics.compatibility import WARNING_CODES, compatibility_warnings
 from capbench_nb.simulation.writer import simulate_run
 from capbench_nb.metrics.stats import Z_95, mcnemar_exact, paired_difference_interval
 
@@ -527,7 +522,7 @@ def test_sample_run_against_itself():
 
 
 def test_check_warning_kinds_keeps_order_and_refuses_unknown_kinds():
-    from capbench_nb.metrics.comparison import WARNING_CODES, check_warning_kinds
+    from capbench_nb.metrics.compatibility import WARNING_CODES, check_warning_kinds
 
     assert check_warning_kinds(["model", "config", "model"]) == ("model", "config")
     assert check_warning_kinds([]) == ()
@@ -539,7 +534,7 @@ def test_check_warning_kinds_keeps_order_and_refuses_unknown_kinds():
 
 
 def test_blocking_warnings_are_those_not_allowed():
-    from capbench_nb.metrics.comparison import blocking_warnings
+    from capbench_nb.metrics.compatibility import blocking_warnings
 
     warnings = [{"code": "suite_version", "message": "x", "details": {}},
                 {"code": "model", "message": "y", "details": {}}]

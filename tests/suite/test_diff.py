@@ -6,7 +6,7 @@ import copy
 import shutil
 
 from capbench_nb.metrics.board import board
-from capbench_nb.metrics.comparison import WARNING_CODES, compatibility_warnings
+from capbench_nb.metrics.compatibility import WARNING_CODES, compatibility_warnings
 from capbench_nb.records.run import load_run
 from capbench_nb.suite.diff import differing_paths, lock_differences
 from capbench_nb.records.lock import dumps_lock, make_lock

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from capbench_nb.format import TELEMETRY_MS_FIELDS
-from capbench_nb.metrics.comparison import check_warning_kinds
+from capbench_nb.metrics.compatibility import check_warning_kinds
 from capbench_nb.outputs.comparison.script import flips_script
 from capbench_nb.outputs.html.assets import PAGE_CSS, island_id, island_json, json_island
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
