@@ -181,7 +181,155 @@ def _metric_sentence(name: str, m: Mapping) -> str:
     )
 
 
-# long function: moved as it was; the report's outputs are rebuilt by issue #13
+_EMPTY_RATE = {"value": None, "successes": 0, "n": 0, "ci_low": None, "ci_high": None, "coverage": None}
+
+
+def _suite_text(doc: Mapping) -> str:
+    suite = doc.get("suite") if isinstance(doc.get("suite"), Mapping) else None
+    if not suite:
+        return ""
+    return " ".join(md_escape(part, max_len=DISPLAY_MAX) for part in (suite.get("name"), suite.get("version")) if part)
+
+
+def _identity_sentence(doc: Mapping, run_id: str, suite_text: str) -> str:
+    planned = int((doc.get("tasks") or {}).get("planned") or 0)
+    observed = int((doc.get("tasks") or {}).get("observed") or 0)
+    attempts = doc.get("attempts") or {}
+    total = int(attempts.get("total") or 0)
+    eligible = int(attempts.get("eligible") or 0)
+    identity = f"Run {run_id}"
+    if suite_text:
+        identity += f" of suite {suite_text}"
+    status = md_escape(doc.get("status") or "not recorded")
+    identity += f" (status {status}; judge mode: {md_escape(judge_phrase(doc.get('judge')))})"
+    identity += (
+        f" planned {plural(planned, 'task')} with a fixed k = {doc.get('k')} (the smallest planned repeats);"
+        f" {observed:,} {'task was' if observed == 1 else 'tasks were'} observed,"
+        f" with {plural(total, 'counted attempt')},"
+        f" {eligible:,} of them agent-eligible."
+    )
+    return identity
+
+
+def _excluded_sentence(doc: Mapping) -> str:
+    """What was excluded from every denominator, and why."""
+    by_class, ineligible, unknown_eligible = _ineligible_by_class(doc.get("attempts") or {})
+    if ineligible:
+        parts = [f"{n:,} {cls}" for cls, n in by_class.items() if n]
+        excl = f"Excluded from every denominator: {plural(ineligible, 'ineligible attempt')} ({', '.join(parts)})"
+    else:
+        excl = "No attempt was ineligible"
+    if unknown_eligible:
+        one = unknown_eligible == 1
+        excl += (
+            f"; {plural(unknown_eligible, 'unknown attempt')} marked eligible"
+            f" {'counts as a failure' if one else 'count as failures'}"
+        )
+    return excl + "."
+
+
+def _tasks_sentence(doc: Mapping) -> str:
+    """The planned tasks each denominator leaves out."""
+    k = doc.get("k")
+    planned = int((doc.get("tasks") or {}).get("planned") or 0)
+    p1 = (doc.get("metrics") or {}).get("pass@1") or _EMPTY_RATE
+    left_out_1 = planned - int(p1.get("n") or 0)
+    per_task_entries = doc.get("per_task") or []
+    not_k = [e for e in per_task_entries if not e.get("k_eligible")]
+    no_attempts = sum(1 for e in per_task_entries if not e.get("attempts"))
+    if left_out_1:
+        task_text = (
+            f"Of the {plural(planned, 'planned task')}, pass@1 leaves out {left_out_1:,}"
+            " (attempt 1 missing or ineligible)"
+        )
+    else:
+        task_text = f"pass@1 keeps all {plural(planned, 'planned task')}"
+    if not_k:
+        names = [md_escape(e.get("task_id"), max_len=120) for e in not_k]
+        task_text += (
+            f"; {plural(len(not_k), 'task is', 'tasks are')} not k-eligible"
+            f" (attempts 1..{k} not all present and eligible)"
+            f" and {'stays' if len(not_k) == 1 else 'stay'} out of pass@k and pass^k: {listing(names)}"
+        )
+    else:
+        task_text += "; every planned task is k-eligible"
+    if no_attempts:
+        task_text += f" ({plural(no_attempts, 'task')} without any attempt)"
+    return task_text + "."
+
+
+def _anomalies_sentence(doc: Mapping) -> str:
+    counts = anomaly_counts(doc)
+    if not sum(counts.values()):
+        return "There were no anomalies and no invalid lines."
+    kinds = []
+    if counts["above_planned_repeats"]:
+        kinds.append(f"{plural(counts['above_planned_repeats'], 'record')} above the planned repeats")
+    if counts["task_not_in_plan"]:
+        kinds.append(f"{plural(counts['task_not_in_plan'], 'record')} of tasks not in the plan")
+    if counts["invalid_line"]:
+        kinds.append(f"{plural(counts['invalid_line'], 'invalid line')} skipped with --allow-invalid")
+    if counts["invalid_selection_line"]:
+        kinds.append(f"{plural(counts['invalid_selection_line'], 'invalid line')} of selection.jsonl skipped"
+                     " with --allow-invalid")
+    examples = []
+    for a in doc.get("anomalies") or []:
+        tid = a.get("task_id")
+        text = md_escape(tid, max_len=120) if tid is not None else "unreadable task"
+        if a.get("attempt") is not None:
+            text += f" attempt {a['attempt']}"
+        where = "selection.jsonl line" if a.get("kind") == "invalid_selection_line" else "line"
+        examples.append(f"{text}, {where} {a.get('line')}")
+    return (f"Anomalies, entering no metric and no count: {join_words(kinds)}"
+            + (f" ({listing(examples, sep='; ')})" if examples else "") + ".")
+
+
+def _table(doc: Mapping, rates: list) -> list[str]:
+    """The compact table of the headline numbers (the selection block's rows after the rates)."""
+    k = doc.get("k")
+    planned = int((doc.get("tasks") or {}).get("planned") or 0)
+
+    def row(name: str, m: Mapping) -> str:
+        n = int(m.get("n") or 0)
+        value = fmt_pct(m.get("value")) if n and not is_null(m.get("value")) else NA_NO_ELIGIBLE
+        return (
+            f"| {name} | {value} | {m.get('successes', 0)} / {n} | {fmt_interval(m.get('ci_low'), m.get('ci_high'))}"
+            f" | {fmt_pct(m.get('coverage'))} |"
+        )
+
+    def mean_row(metric) -> str:  # a headline mean (a diagnostic): value and n, no interval
+        m = metric.value_in(doc) or {}
+        return (f"| {md_escape(metric.display(k))} | {formatter(metric.kind)(m.get('value'))}"
+                f" | n = {int(m.get('n') or 0):,} | n/a | n/a |")
+
+    return [
+        f"| metric | value | successes / tasks | 95% Wilson interval | coverage of {planned:,} planned tasks |",
+        "|---|---:|---:|---|---:|",
+        *(row(md_escape(m.display(k)), value) for m, value in rates),
+        *(row(label, m) for label, m in selection_rows(doc)),
+        *(mean_row(m) for m in HEADLINE if m.kind != "rate"),
+    ]
+
+
+def _provenance_text(doc: Mapping) -> str:
+    prov = doc.get("provenance") or {}
+    inputs = prov.get("inputs") or {}
+    options = prov.get("options") or {}
+    toolkit = md_escape(prov.get("toolkit") or "capbench-nb")
+    prov_text = f"Computed with {toolkit} {md_escape(prov.get('toolkit_version') or '')}".rstrip()
+    if inputs:
+        prov_text += " from " + join_words([f"{md_escape(name)} {md_escape(h)}" for name, h in inputs.items()])
+    if options.get("allow_invalid"):
+        prov_text += " (with --allow-invalid)"
+    if prov.get("evidence_checked") is False:
+        prov_text += "; evidence references were not resolved (--skip-evidence)"
+    return prov_text + (
+        ". Rates are over tasks; a task enters a denominator only when the attempts it needs are present and"
+        " agent-eligible; pass@k and pass^k look at attempts 1..k of each task (the planned prefix);"
+        " intervals are 95% Wilson score intervals."
+    )
+
+
 def summary_markdown(doc: Mapping) -> str:
     """A paste-ready Markdown section for a paper or a pull request.
 
@@ -205,158 +353,21 @@ def summary_markdown(doc: Mapping) -> str:
         headline numbers; a provenance line.  Every run-supplied string is
         escaped with :func:`md_escape`.  Ends with a newline.
     """
-    k = doc.get("k")
-    planned = int((doc.get("tasks") or {}).get("planned") or 0)
-    observed = int((doc.get("tasks") or {}).get("observed") or 0)
-    attempts = doc.get("attempts") or {}
-    total = int(attempts.get("total") or 0)
-    eligible = int(attempts.get("eligible") or 0)
-    metrics = doc.get("metrics") or {}
-    empty_rate = {"value": None, "successes": 0, "n": 0, "ci_low": None, "ci_high": None, "coverage": None}
-    rates = [(m, m.value_in(doc) or empty_rate) for m in headline_rates()]
-    p1 = metrics.get("pass@1") or empty_rate
-    suite = doc.get("suite") if isinstance(doc.get("suite"), Mapping) else None
+    rates = [(m, m.value_in(doc) or _EMPTY_RATE) for m in headline_rates()]
     run_id = md_escape(doc.get("run_id"), max_len=DISPLAY_MAX)
-    suite_text = (
-        " ".join(md_escape(part, max_len=DISPLAY_MAX) for part in (suite.get("name"), suite.get("version")) if part)
-        if suite
-        else ""
-    )
-
+    suite_text = _suite_text(doc)
     heading = f"## Capability metrics: {suite_text + ', ' if suite_text else ''}run {run_id}"
-
-    sentences = []
-    identity = f"Run {run_id}"
-    if suite_text:
-        identity += f" of suite {suite_text}"
-    status = md_escape(doc.get("status") or "not recorded")
-    identity += f" (status {status}; judge mode: {md_escape(judge_phrase(doc.get('judge')))})"
-    identity += (
-        f" planned {plural(planned, 'task')} with a fixed k = {k} (the smallest planned repeats);"
-        f" {observed:,} {'task was' if observed == 1 else 'tasks were'} observed,"
-        f" with {plural(total, 'counted attempt')},"
-        f" {eligible:,} of them agent-eligible."
-    )
-    sentences.append(identity)
     said = [_metric_sentence(m.name, value) for m, value in rates]
-    sentences.append("Headline rates: " + "; ".join(said[:-1]) + ("; and " if len(said) > 1 else "") + said[-1] + ".")
-    selection = selection_sentence(doc)
-    if selection:
-        sentences.append(selection)
-
-    # What was excluded, and why.
-    by_class, ineligible, unknown_eligible = _ineligible_by_class(attempts)
-    if ineligible:
-        parts = [f"{n:,} {cls}" for cls, n in by_class.items() if n]
-        excl = f"Excluded from every denominator: {plural(ineligible, 'ineligible attempt')} ({', '.join(parts)})"
-    else:
-        excl = "No attempt was ineligible"
-    if unknown_eligible:
-        one = unknown_eligible == 1
-        excl += (
-            f"; {plural(unknown_eligible, 'unknown attempt')} marked eligible"
-            f" {'counts as a failure' if one else 'count as failures'}"
-        )
-    sentences.append(excl + ".")
-
-    left_out_1 = planned - int(p1.get("n") or 0)
-    per_task_entries = doc.get("per_task") or []
-    not_k = [e for e in per_task_entries if not e.get("k_eligible")]
-    no_attempts = sum(1 for e in per_task_entries if not e.get("attempts"))
-    if left_out_1:
-        task_text = (
-            f"Of the {plural(planned, 'planned task')}, pass@1 leaves out {left_out_1:,}"
-            " (attempt 1 missing or ineligible)"
-        )
-    else:
-        task_text = f"pass@1 keeps all {plural(planned, 'planned task')}"
-    if not_k:
-        names = [md_escape(e.get("task_id"), max_len=120) for e in not_k]
-        task_text += (
-            f"; {plural(len(not_k), 'task is', 'tasks are')} not k-eligible"
-            f" (attempts 1..{k} not all present and eligible)"
-            f" and {'stays' if len(not_k) == 1 else 'stay'} out of pass@k and pass^k: {listing(names)}"
-        )
-    else:
-        task_text += "; every planned task is k-eligible"
-    if no_attempts:
-        task_text += f" ({plural(no_attempts, 'task')} without any attempt)"
-    sentences.append(task_text + ".")
-    health = health_sentence(doc)
-    if health:
-        sentences.append(health)
-    clustered = clustered_sentence(doc)
-    if clustered:
-        sentences.append(clustered)
-
-    counts = anomaly_counts(doc)
-    n_anomalies = sum(counts.values())
-    if n_anomalies:
-        kinds = []
-        if counts["above_planned_repeats"]:
-            kinds.append(f"{plural(counts['above_planned_repeats'], 'record')} above the planned repeats")
-        if counts["task_not_in_plan"]:
-            kinds.append(f"{plural(counts['task_not_in_plan'], 'record')} of tasks not in the plan")
-        if counts["invalid_line"]:
-            kinds.append(f"{plural(counts['invalid_line'], 'invalid line')} skipped with --allow-invalid")
-        if counts["invalid_selection_line"]:
-            kinds.append(f"{plural(counts['invalid_selection_line'], 'invalid line')} of selection.jsonl skipped"
-                         " with --allow-invalid")
-        examples = []
-        for a in doc.get("anomalies") or []:
-            tid = a.get("task_id")
-            text = md_escape(tid, max_len=120) if tid is not None else "unreadable task"
-            if a.get("attempt") is not None:
-                text += f" attempt {a['attempt']}"
-            where = "selection.jsonl line" if a.get("kind") == "invalid_selection_line" else "line"
-            examples.append(f"{text}, {where} {a.get('line')}")
-        sentences.append(
-            f"Anomalies, entering no metric and no count: {join_words(kinds)}"
-            + (f" ({listing(examples, sep='; ')})" if examples else "")
-            + "."
-        )
-    else:
-        sentences.append("There were no anomalies and no invalid lines.")
-
-    paragraph = " ".join(sentences)
-
-    def row(name: str, m: Mapping) -> str:
-        n = int(m.get("n") or 0)
-        value = fmt_pct(m.get("value")) if n and not is_null(m.get("value")) else NA_NO_ELIGIBLE
-        return (
-            f"| {name} | {value} | {m.get('successes', 0)} / {n} | {fmt_interval(m.get('ci_low'), m.get('ci_high'))}"
-            f" | {fmt_pct(m.get('coverage'))} |"
-        )
-
-    def mean_row(metric) -> str:  # a headline mean (a diagnostic): value and n, no interval
-        m = metric.value_in(doc) or {}
-        return (f"| {md_escape(metric.display(k))} | {formatter(metric.kind)(m.get('value'))}"
-                f" | n = {int(m.get('n') or 0):,} | n/a | n/a |")
-
-    table = [
-        f"| metric | value | successes / tasks | 95% Wilson interval | coverage of {planned:,} planned tasks |",
-        "|---|---:|---:|---|---:|",
-        *(row(md_escape(m.display(k)), value) for m, value in rates),
-        *(row(label, m) for label, m in selection_rows(doc)),
-        *(mean_row(m) for m in HEADLINE if m.kind != "rate"),
+    sentences = [
+        _identity_sentence(doc, run_id, suite_text),
+        "Headline rates: " + "; ".join(said[:-1]) + ("; and " if len(said) > 1 else "") + said[-1] + ".",
+        selection_sentence(doc),
+        _excluded_sentence(doc),
+        _tasks_sentence(doc),
+        health_sentence(doc),
+        clustered_sentence(doc),
+        _anomalies_sentence(doc),
     ]
-
-    prov = doc.get("provenance") or {}
-    inputs = prov.get("inputs") or {}
-    options = prov.get("options") or {}
-    toolkit = md_escape(prov.get("toolkit") or "capbench-nb")
-    prov_text = f"Computed with {toolkit} {md_escape(prov.get('toolkit_version') or '')}".rstrip()
-    if inputs:
-        prov_text += " from " + join_words([f"{md_escape(name)} {md_escape(h)}" for name, h in inputs.items()])
-    if options.get("allow_invalid"):
-        prov_text += " (with --allow-invalid)"
-    if prov.get("evidence_checked") is False:
-        prov_text += "; evidence references were not resolved (--skip-evidence)"
-    prov_text += (
-        ". Rates are over tasks; a task enters a denominator only when the attempts it needs are present and"
-        " agent-eligible; pass@k and pass^k look at attempts 1..k of each task (the planned prefix);"
-        " intervals are 95% Wilson score intervals."
-    )
-
-    lines = [heading, "", paragraph, "", *table, "", prov_text]
+    paragraph = " ".join(s for s in sentences if s)
+    lines = [heading, "", paragraph, "", *_table(doc, rates), "", _provenance_text(doc)]
     return "\n".join(lines) + "\n"
