@@ -153,7 +153,49 @@ def _task_table(doc: Mapping, run, codes_by_task: list[str]) -> dict:
     }
 
 
-# long function: one pass over the attempts builds every column of the page's attempt table
+def _intern(table: list, index: dict, key, value) -> int:
+    """The position of ``key`` in ``table`` (by ``index``), ``value`` appended when it is new."""
+    i = index.setdefault(key, len(table))
+    if i == len(table):
+        table.append(value)
+    return i
+
+
+def _directories_and_files(details, ids: list, dpos, dnums: list) -> tuple[list, list, list, list, list]:
+    """Per detailed attempt, its artifact directory and its file set, each stored once.
+
+    Returns ``(dir_values, dirs, files, file_sets, file_of)``: ``dirs[r]`` is None, -1 for the conventional
+    ``attempts/<task>/<attempt>`` or an index into ``dir_values``; ``file_of[r]`` None or an index into
+    ``file_sets``, lists of indices into ``files`` (``-1 - i`` for a file looked for and missing).
+    """
+    adirs = details.rows["artifact_dir"].astype(object).to_numpy()
+    files: list[str] = []
+    file_index: dict[str, int] = {}
+    file_sets: list[list[int]] = []
+    set_index: dict[tuple, int] = {}
+    dir_values: list[str] = []
+    dir_index: dict[str, int] = {}
+    dirs, file_of = [], []
+    for r in range(len(adirs)):
+        adir = adirs[r] if isinstance(adirs[r], str) else None
+        if adir is None:
+            dirs.append(None)
+        elif adir == f"attempts/{ids[dpos[r]]}/{dnums[r]}":
+            dirs.append(-1)  # the conventional directory, rebuilt by the script
+        else:
+            dirs.append(_intern(dir_values, dir_index, adir, adir))
+        named = details.files[r]
+        if named is None:
+            file_of.append(None)
+            continue
+        entry = []
+        for f, exists in named:
+            i = _intern(files, file_index, f, f)
+            entry.append(i if exists is not False else -1 - i)
+        file_of.append(_intern(file_sets, set_index, tuple(entry), entry))
+    return dir_values, dirs, files, file_sets, file_of
+
+
 def page_data(doc: Mapping, run, *, report_dir: str | os.PathLike | None = None,
               full_detail: int = FULL_DETAIL_ATTEMPTS, resolve_budget: int = RESOLVE_BUDGET) -> dict:
     """The explorer's page data of a run: every planned task and every counted attempt.
@@ -185,41 +227,10 @@ def page_data(doc: Mapping, run, *, report_dir: str | os.PathLike | None = None,
     tasks = _task_table(doc, run, task_outcome_codes(run))
     d, dpos, dcodes = details.rows, details.task_position, details.codes
     ids = tasks["id"]
-    adirs = d["artifact_dir"].astype(object).to_numpy()
     stage_index = {s: i for i, s in enumerate(FAILURE_STAGES)}
     stages = [stage_index.get(s) if isinstance(s, str) else None for s in d["failure_stage"].astype(object)]
-    files: list[str] = []
-    file_index: dict[str, int] = {}
-    file_sets: list[list[int]] = []
-    set_index: dict[tuple, int] = {}
-    dir_values: list[str] = []
-    dir_index: dict[str, int] = {}
-    dirs, file_of = [], []
     dnums = d["attempt"].to_numpy(dtype="int64").tolist()
-    for r in range(len(d)):
-        adir = adirs[r] if isinstance(adirs[r], str) else None
-        if adir is None:
-            dirs.append(None)
-        elif adir == f"attempts/{ids[dpos[r]]}/{dnums[r]}":
-            dirs.append(-1)  # the conventional directory, rebuilt by the script
-        else:
-            dirs.append(dir_index.setdefault(adir, len(dir_values)))
-            if dirs[-1] == len(dir_values):
-                dir_values.append(adir)
-        named = details.files[r]
-        if named is None:
-            file_of.append(None)
-            continue
-        entry = []
-        for f, exists in named:
-            i = file_index.setdefault(f, len(files))
-            if i == len(files):
-                files.append(f)
-            entry.append(i if exists is not False else -1 - i)
-        key = tuple(entry)
-        file_of.append(set_index.setdefault(key, len(file_sets)))
-        if file_of[-1] == len(file_sets):
-            file_sets.append(entry)
+    dir_values, dirs, files, file_sets, file_of = _directories_and_files(details, ids, dpos, dnums)
     starts = np.searchsorted(dpos, np.arange(len(ids) + 1)).tolist() if len(ids) else [0]
     telemetry = [[t.name, t.unit, t.kind] for t in TELEMETRY]
     return {
