@@ -68,10 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Capability metrics for agent benchmark runs.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("metrics", help="compute every metric and write DIR/metrics.json")
+    p = sub.add_parser("metrics", help="compute every metric and write DIR/metrics.json; print its path and the headline")
     _add_run_args(p)
     _add_slice_arg(p)
     _add_health_args(p)
+    p.add_argument("--quiet", action="store_true", help="print only the path of metrics.json, not the headline rates")
     p = sub.add_parser("verify", help="recompute from the raw results and report each disagreement with the outputs")
     _add_run_args(p)
     _add_threshold_arg(p, default=None, note="default: the threshold metrics.json records")
@@ -230,16 +231,21 @@ def _probability(text: str) -> float:
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    from capbench_nb.outputs.export import write_metrics
+    from capbench_nb.metrics.document import compute_metrics
+    from capbench_nb.outputs.export import write_document
+    from capbench_nb.outputs.summary import headline_lines
     from capbench_nb.records.run import load_run
 
     run = load_run(args.run_dir, strict=not args.allow_invalid, skip_evidence=args.skip_evidence)
-    path = write_metrics(run, args.out, slices=_unique(args.slices), quarantine_threshold=args.quarantine_threshold,
-                         clusters=_unique(args.clusters))
+    doc = compute_metrics(run, slices=_unique(args.slices), quarantine_threshold=args.quarantine_threshold,
+                          clusters=_unique(args.clusters))
+    path = write_document(doc, args.out if args.out is not None else run.path)
     invalid = int(run.anomalies["kind"].isin(["invalid_line", "invalid_selection_line"]).sum())  # either file
     if invalid:
         print(f"{PROG}: warning: {invalid} invalid line(s) skipped and listed under anomalies", file=sys.stderr)
     print(path)
+    if not args.quiet:
+        print("\n".join(headline_lines(doc)))
     return EXIT_OK
 
 

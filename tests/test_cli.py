@@ -23,6 +23,7 @@ from conftest import write_run as write_outcomes_run
 import capbench_nb as cb
 from capbench_nb.cli import main
 from capbench_nb.io.atomic import dumps
+from capbench_nb.outputs.summary import headline_lines
 from capbench_nb.simulation.writer import simulate_run
 
 # --------------------------------------------------------------------------- helpers
@@ -158,7 +159,7 @@ def test_metrics_allow_invalid_lists_the_line_and_warns(tmp_path, capsys, lines,
     rc = main(["metrics", str(run), "--allow-invalid"])
     out, err = capsys.readouterr()
     assert rc == 0
-    assert one_line(out) == str(run / "metrics.json")
+    assert out.splitlines()[0] == str(run / "metrics.json")  # then the headline
     warning = one_line(err)
     assert "warning" in warning and "1 invalid line" in warning
     doc = json.loads((run / "metrics.json").read_text())
@@ -210,7 +211,7 @@ def test_clean_run_prints_no_warning(tmp_path, capsys):
     assert main(["metrics", str(run), "--allow-invalid"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    assert one_line(out) == str(run / "metrics.json")
+    assert out.splitlines()[0] == str(run / "metrics.json")
     assert json.loads((run / "metrics.json").read_text())["anomalies"] == []
 
 
@@ -282,7 +283,7 @@ def test_metrics_writes_into_the_run_dir_by_default(tmp_path, capsys):
     before = snapshot(run)
     assert main(["metrics", str(run)]) == 0
     out, err = capsys.readouterr()
-    assert one_line(out) == str(run / "metrics.json") and err == ""
+    assert out.splitlines()[0] == str(run / "metrics.json") and err == ""
     after = snapshot(run)
     assert after.pop("metrics.json") is not None
     assert after == before
@@ -294,10 +295,18 @@ def test_metrics_out_writes_only_out_metrics_json(tmp_path, capsys):
     before = snapshot(run)
     assert main(["metrics", str(run), "--out", str(out_dir)]) == 0
     out, _ = capsys.readouterr()
-    assert one_line(out) == str(out_dir / "metrics.json")
+    path, *headline = out.splitlines()
+    assert path == str(out_dir / "metrics.json")
     assert snapshot(run) == before
     assert sorted(p.name for p in out_dir.iterdir()) == ["metrics.json"]
     doc = json.loads((out_dir / "metrics.json").read_text())
+    # then the headline, from the document written: one line per headline rate
+    assert headline == headline_lines(doc) and [line.split(" is ")[0] for line in headline] == [
+        "pass@1", f"pass@k (k = {doc['k']})", f"pass^k (k = {doc['k']})"]
+    p1 = doc["metrics"]["pass@1"]
+    assert f"({p1['successes']}/{p1['n']} tasks; 95% Wilson interval" in headline[0]
+    assert main(["metrics", str(run), "--out", str(out_dir), "--quiet"]) == 0
+    assert capsys.readouterr().out == f"{out_dir / 'metrics.json'}\n"
     assert doc["run_id"] == "cli-run" and doc["k"] == 2
 
 
@@ -529,7 +538,7 @@ def test_subprocess_console_script_metrics_then_verify(tmp_path):
     out_dir = tmp_path / "out"
     proc = _run_cli(["metrics", str(run), "--out", str(out_dir)], console_script=True)
     assert proc.returncode == 0, proc.stderr
-    assert one_line(proc.stdout) == str(out_dir / "metrics.json")
+    assert proc.stdout.splitlines()[0] == str(out_dir / "metrics.json")
     proc = _run_cli(["verify", str(run), "--out", str(out_dir)], console_script=True)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((out_dir / "metrics.json").read_text())

@@ -21,6 +21,7 @@ __all__ = [
     "clustered_sentence",
     "selection_sentence",
     "selection_rows",
+    "headline_lines",
     "summary_markdown",
 ]
 
@@ -182,6 +183,12 @@ def _metric_sentence(name: str, m: Mapping) -> str:
 
 
 _EMPTY_RATE = {"value": None, "successes": 0, "n": 0, "ci_low": None, "ci_high": None, "coverage": None}
+
+
+def headline_lines(doc: Mapping) -> list[str]:
+    """The headline rates of a metrics document, one line each (``capbench-nb metrics`` prints them):
+    ``pass@1 is 62.9% (22/35 tasks; 95% Wilson interval ...; coverage 100.0% of planned tasks)``."""
+    return [_metric_sentence(m.display(doc.get("k")), m.value_in(doc) or _EMPTY_RATE) for m in headline_rates()]
 
 
 def _suite_text(doc: Mapping) -> str:
