@@ -35,6 +35,7 @@ from capbench_nb.records.details import evidence_texts
 __all__ = [
     "MAX_DETAIL_TASKS",
     "MAX_EVIDENCE",
+    "FLIPS_PAGE",
     "fmt_pp_interval",
     "fmt_telemetry",
     "verdict",
@@ -47,11 +48,14 @@ __all__ = [
     "flips_data",
     "flips_html",
     "frame_html",
+    "POWER_HEADERS",
     "ComparisonView",
 ]
 
 #: Flipped tasks whose attempts are embedded (the others are listed, their attempts named as omitted).
 MAX_DETAIL_TASKS = 2000
+#: Flipped tasks drawn at first (and added by each "show more"), so that telemetry and power planning stay near.
+FLIPS_PAGE = 20
 #: Evidence references resolved inline, over all embedded tasks (later ones are named, not resolved).
 MAX_EVIDENCE = 2000
 _EVIDENCE_CHARS = 400
@@ -282,8 +286,22 @@ def telemetry_html(doc: dict) -> str:
     return f'<div class="cbc">{_table(columns, rows)}</div>'
 
 
-def frame_html(frame: Any, *, percent: tuple[str, ...] = ()) -> str:
-    """A small DataFrame (e.g. a power-planning table) as a formatted, escaped table; ``percent`` columns as %."""
+#: Headers of the power-planning tables (:mod:`capbench_nb.metrics.power`'s columns) on the page.
+POWER_HEADERS = {
+    "baseline": "A's pass@1 (baseline)", "target": "B's pass@1 to detect", "difference": "difference",
+    "discordance_independent": "discordant share, independent runs", "tasks_independent": "tasks needed, independent runs",
+    "discordance_observed": "discordant share, as observed", "tasks_observed_discordance": "tasks needed, as observed",
+    "pair_rate": "share of tasks paired", "metric": "metric", "k": "k", "p_a": "A's value", "p_b": "B's value",
+    "discordance": "discordant share", "tasks": "tasks needed", "attempts_per_run": "attempts per run",
+}
+
+
+def frame_html(frame: Any, *, percent: tuple[str, ...] = (), headers: dict[str, str] | None = None) -> str:
+    """A small DataFrame (e.g. a power-planning table) as a formatted, escaped table; ``percent`` columns as %.
+
+    Column headers are ``headers`` (default :data:`POWER_HEADERS`) where they name a column, else the column.
+    """
+    headers = POWER_HEADERS if headers is None else headers
     columns = [(str(c), frame[c].dtype.kind in "iuf") for c in frame.columns]
     rows = []
     for record in frame.itertuples(index=False):
@@ -296,7 +314,7 @@ def frame_html(frame: Any, *, percent: tuple[str, ...] = ()) -> str:
             else:
                 cells.append(html_escape("n/a" if is_null(value) else value))
         rows.append(cells)
-    return f'<div class="cbc">{_table(columns, rows)}</div>'
+    return f'<div class="cbc">{_table([(headers.get(name, name), num) for name, num in columns], rows)}</div>'
 
 
 # =========================================================================== flipped tasks
@@ -426,6 +444,7 @@ def flips_data(doc: dict, run_a: Any, run_b: Any, *, metrics_a: dict, metrics_b:
                     "b": {"label": label_b, "rows": rows_b[t], "empty": "no attempt recorded"}} for t in detail}
     return {"columns": columns, "tasks": tasks, "attempts": attempts,
             "attempt_columns": ["#", "outcome", "stage", "quality", "wall time", "tokens"], "attempt_num_from": 3,
+            "page_size": FLIPS_PAGE,
             "no_detail": f"attempts are embedded for the first {MAX_DETAIL_TASKS:,} flipped tasks only; "
                          "load both runs with capbench_nb.load_run to see this one's"}
 

@@ -72,11 +72,15 @@ FLIPS_SCRIPT = """
   var flips = cbcTables.sortable({
     columns: data.columns, rows: data.tasks, className: "cbc-t cbc-cards cbc-flips", open: 0,
     sortLabel: "sort flipped tasks by", orderLabel: "sort: plan order", detail: detail,
+    pageSize: data.page_size,
     filter: function (task) {
       var needle = search.value.toLowerCase();
       return !needle || task.id.toLowerCase().indexOf(needle) >= 0;
     },
-    drawn: function (shown, total) { count.textContent = shown + " of " + total + " flipped tasks"; }
+    drawn: function (shown, total, visible) {
+      count.textContent = shown + " of " + total + " flipped tasks" + (visible < shown ? ", the first " + visible +
+        " shown" : "");
+    }
   });
   search.addEventListener("input", flips.draw);
   var controls = el("div", "cbc-controls");
@@ -84,6 +88,7 @@ FLIPS_SCRIPT = """
   var mount = root.querySelector(".cbc-mount");
   mount.appendChild(controls);
   mount.appendChild(flips.table);
+  mount.appendChild(flips.more);
   flips.draw();
 })();
 """

@@ -61,6 +61,7 @@ PAGE_CSS = """
 .cbc .cbc-controls { display: flex; flex-wrap: wrap; gap: 0.5em; align-items: center; margin: 0.4em 0; }
 .cbc .cbc-controls input, .cbc .cbc-controls select, .cbc .cbc-controls button { font: inherit;
   padding: 0.2em 0.4em; min-width: 0; max-width: 100%; }
+.cbc button.cbc-more { font: inherit; padding: 0.2em 0.6em; margin: 0.4em 0; cursor: pointer; }
 .cbc .cbc-detail { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 0.8em;
   padding: 0.4em 0; }
 .cbc .cbc-detail h4 { margin: 0.2em 0; font-size: 1em; }

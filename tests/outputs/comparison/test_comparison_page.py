@@ -12,6 +12,7 @@ import capbench_nb as cb
 from capbench_nb.metrics.comparison import compare_runs
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.outputs.comparison.page import (
+    FLIPS_PAGE,
     ComparisonView,
     flips_data,
     fmt_pp_interval,
@@ -204,6 +205,9 @@ def test_first_screen_names_both_runs_and_gives_verdicts(open_page, pages, width
                          line) for line in lines), lines
     body = page.inner_text("body")
     assert "difference 0.0" not in body and "ci_low" not in body and "mcnemar_p" not in body
+    # the power tables' headers are words, and the page does not talk about the notebook's defaults
+    assert not {"discordance_independent", "attempts_per_run", "p_a", "pair_rate"} & set(body.split())
+    assert page.locator("th", has_text="tasks needed, independent runs").count() == 1 and "defaults" not in body
     assert re.search(r"\d+\.\d s", body) and " tokens" in body  # telemetry with units, not raw ms
     assert no_horizontal_overflow(page)
     page.screenshot(path=str(tmp_path / f"comparison-{width}.png"), full_page=True)
@@ -214,8 +218,15 @@ def test_flipped_tasks_sort_and_open_both_runs_attempts(open_page, pages, width)
     visit = open_page(pages["plain"], width=width)
     page = visit.page
     rows = page.locator("table.cbc-flips > tbody > tr")
-    n = rows.count()
-    assert n > 3
+    doc = json.loads((pages["plain"].parent / "comparison.json").read_text(encoding="utf-8"))
+    n = len({t for f in doc["flips"].values() for side in ("a_only", "b_only") for t in f[side]})
+    assert n > FLIPS_PAGE  # the first page, then "show more" for the rest
+    assert rows.count() == FLIPS_PAGE
+    assert page.locator(".cbc-count").inner_text() == f"{n} of {n} flipped tasks, the first {FLIPS_PAGE} shown"
+    more = page.locator("button.cbc-more")
+    assert more.inner_text() == f"show {min(n - FLIPS_PAGE, FLIPS_PAGE)} more ({n - FLIPS_PAGE} not shown)"
+    more.click()
+    assert rows.count() == n and more.is_hidden()
     assert page.locator(".cbc-count").inner_text() == f"{n} of {n} flipped tasks"
     # sort by the pass@1 column: "A only" rows first, then "same", then "B only"; again: reversed
     # (wide: the column header; narrow, where rows are cards and headers hidden: the sort menu and "reverse")

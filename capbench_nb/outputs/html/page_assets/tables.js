@@ -35,8 +35,11 @@ var cbcTables = (function () {
   /* spec: columns [{label, num, help}]; rows [{cells, keys}]; className of the table; sortLabel (the
      menu's aria-label); orderLabel (the menu's first entry, the given order); open (the column whose
      button opens a row); detail(row) -> the node an opened row shows; filter(row) -> false hides a row;
-     drawn(shown, total) after each drawing.  Sorting is stable; null keys sort last both ways.
-     Returns {sorter, reverse, table, draw}: the page places the controls and the table, then calls draw(). */
+     pageSize (optional): rows drawn at first, the "show more" button adds as many again;
+     drawn(shown, total, visible) after each drawing: rows passing the filter, all rows, rows drawn.
+     Sorting is stable; null keys sort last both ways.
+     Returns {sorter, reverse, table, more, draw}: the page places the controls, the table and the "show
+     more" button (hidden while every row passing the filter is drawn), then calls draw(). */
   function sortable(spec) {
     var sorter = el("select");
     sorter.setAttribute("aria-label", spec.sortLabel);
@@ -47,6 +50,10 @@ var cbcTables = (function () {
     var reverse = button("", "reverse");
     var table = el("table", spec.className), thead = el("thead"), head = el("tr"), tbody = el("tbody");
     var state = { col: -1, dir: 1 };
+    var limit = spec.pageSize || Infinity;
+    var more = button("cbc-more", "");
+    more.hidden = true;
+    more.addEventListener("click", function () { limit += spec.pageSize; draw(); });
     spec.columns.forEach(function (col, c) {
       var th = el("th", col.num ? "cbc-num" : "");
       th.setAttribute("scope", "col");
@@ -109,19 +116,26 @@ var cbcTables = (function () {
       draw();
     }
     function draw() {
-      var shown = 0;
+      var shown = 0, visible = 0;
       while (tbody.firstChild) { tbody.removeChild(tbody.firstChild); }
       rows.forEach(function (row) {
         if (spec.filter && !spec.filter(row.item)) { return; }
         shown += 1;
+        if (visible >= limit) { return; }
+        visible += 1;
         tbody.appendChild(row.tr);
         if (row.detail) { tbody.appendChild(row.detail); }
       });
-      if (spec.drawn) { spec.drawn(shown, rows.length); }
+      var left = shown - visible;
+      more.hidden = left <= 0;
+      if (left > 0) {
+        more.textContent = "show " + Math.min(left, spec.pageSize) + " more (" + left + " not shown)";
+      }
+      if (spec.drawn) { spec.drawn(shown, rows.length, visible); }
     }
     sorter.addEventListener("change", function () { sortBy(Number(sorter.value), 1); });
     reverse.addEventListener("click", function () { sortBy(state.col, -state.dir); });
-    return { sorter: sorter, reverse: reverse, table: table, draw: draw };
+    return { sorter: sorter, reverse: reverse, table: table, more: more, draw: draw };
   }
   return { el: el, button: button, headRow: headRow, sortable: sortable };
 })();
