@@ -16,6 +16,7 @@ from the network.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -129,8 +130,13 @@ def header_html(doc: dict) -> str:
     scope = (f"Every number is computed on the {common['tasks']:,} tasks planned in every run, at the common "
              f"k = {common['k']}" + (f"; {left:,} task{'s' if left != 1 else ''} planned in only some runs "
                                       f"{'are' if left != 1 else 'is'} left out (listed at the end)." if left else "."))
+    suites = _suites(doc)
+    mixed = ("" if len(suites) < 2 else
+             f'<p class="cbc-warn"><b>This board mixes {len(suites)} suites</b> ({html_escape(", ".join(suites), max_len=600)}): '
+             "a task id may not mean the same task in each, so read the groups and ranks as a comparison across "
+             "suites, not of agents on one suite.</p>")
     return (f'<div class="cbc cbb-header"><h1 class="cbc-title">{html_escape(title, max_len=300)}</h1>'
-            f"{_lead(doc)}<p>{html_escape(scope, max_len=None)}</p>"
+            f"{mixed}{_lead(doc)}<p>{html_escape(scope, max_len=None)}</p>"
             f'<div class="cbb-facts">{facts_html}</div>{_warnings(doc)}</div>')
 
 
@@ -331,27 +337,40 @@ def curves_html(doc: dict) -> str:
         fig = Figure(figsize=(6.4, 4.0), layout="constrained")
         ax = fig.add_subplot()
         seen = set()
-        for i, e in enumerate(doc["runs"]):
-            points = [(p["j"], 100 * p["pass^j"]["value"]) for p in e["curve"] if p["pass^j"]["value"] is not None]
-            if not points:
-                continue
-            group = e["group"]
+        curves = _coinciding_curves(doc)
+        for runs, points in curves:
+            group = doc["runs"][runs[0]]["group"]
             color = _GROUP_COLORS[(group - 1) % len(_GROUP_COLORS)]
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3.5, linewidth=1.1,
-                    color=color, alpha=0.85, label=None if group in seen else f"group {group}")
+                    color=color, alpha=0.85, label=None if group in seen else f"group {group}", clip_on=False)
             seen.add(group)
-            ax.annotate(f"#{i + 1}", points[-1], textcoords="offset points", xytext=(4, 0), fontsize=8, color=color)
+            ax.annotate(" = ".join(f"#{i + 1}" for i in runs), points[-1], textcoords="offset points", xytext=(4, 0),
+                        fontsize=8, color=color, annotation_clip=False)
         ax.set_xticks(range(1, k + 1))
         ax.set_xlim(0.8, k + 0.6)
+        ax.set_ylim(0, 100)  # from 0: the fall from pass^1 reads at its true size
         ax.set_xlabel("j (attempts 1..j all succeeded)")
         ax.set_ylabel("pass^j (%) on the common tasks")
         ax.grid(alpha=0.3)
         if seen:
             ax.legend(fontsize=8.5, loc="best", ncol=2 if len(seen) > 5 else 1)
+    same = [runs for runs, _ in curves if len(runs) > 1]
+    coincide = ("" if not same else " Runs with the same curve are drawn as one line, labelled with all of them: "
+                + "; ".join(" = ".join(_name(doc, i) for i in runs) for runs in same) + ".")
     alt = f"pass^j for j = 1 to {k} of {len(doc['runs'])} runs on the common tasks, coloured by group"
     return (f'<div class="cbc">{figure_image(fig, alt).data}<p>How reliability falls as more attempts must all succeed '
             "(planned prefixes, board.json runs[].curve). Lines are labelled by position (the table's #) and "
-            "coloured by group.</p></div>")
+            f"coloured by group.{html_escape(coincide, max_len=None)}</p></div>")
+
+
+def _coinciding_curves(doc: dict) -> list[tuple[list[int], list[tuple[int, float]]]]:
+    """Each distinct pass^j curve (points in %) with the runs (input positions) that have it, in board.json order."""
+    by_points: dict[tuple, list[int]] = {}
+    for i, e in enumerate(doc["runs"]):
+        points = tuple((p["j"], 100 * p["pass^j"]["value"]) for p in e["curve"] if p["pass^j"]["value"] is not None)
+        if points:
+            by_points.setdefault(points, []).append(i)
+    return [(runs, list(points)) for points, runs in by_points.items()]
 
 
 def left_out_html(doc: dict, *, limit: int = 500) -> str:
@@ -359,7 +378,14 @@ def left_out_html(doc: dict, *, limit: int = 500) -> str:
     left = doc["common"]["not_common"]
     if not left:
         return '<div class="cbc"><p>None: every run plans the same tasks.</p></div>'
-    items = "".join(f"<li><bdi>{html_escape(t)}</bdi></li>" for t in left[:limit])
-    more = f"<p>and {len(left) - limit:,} more (board.json common.not_common)</p>" if len(left) > limit else ""
-    return (f'<div class="cbc"><p>{len(left):,} task{"s" if len(left) != 1 else ""} planned in only some runs, '
-            f"left out of every number:</p><ul>{items}</ul>{more}</div>")
+    shown = sorted(left, key=_natural)[:limit]
+    items = ", ".join(f"<bdi>{html_escape(t)}</bdi>" for t in shown)
+    more = f"; and {len(left) - limit:,} more (board.json common.not_common)" if len(left) > limit else ""
+    n = f"{len(left):,} task{'s' if len(left) != 1 else ''}"
+    return (f'<div class="cbc"><details class="cbb-left-out"><summary>{n} planned in only some runs, left out of '
+            f"every number (in natural order: 2 before 10)</summary><p>{items}{more}.</p></details></div>")
+
+
+def _natural(task_id: str) -> list:
+    """A sort key reading runs of digits as numbers: ``t2`` before ``t10``."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", task_id) if part]

@@ -12,7 +12,8 @@ import pytest
 
 import capbench_nb as cb
 from capbench_nb.io.atomic import dumps
-from capbench_nb.outputs.board.page import attempt_codes, header_html, pairs_html, runs_html, style_html
+from capbench_nb.outputs.board.page import (attempt_codes, curves_html, header_html, left_out_html, pairs_html, runs_html,
+                                            style_html)
 from capbench_nb.outputs.html.escaping import plain_label
 
 from conftest import HOSTILE_TEXTS, cli, manifest, outcomes, selection_board, write_run
@@ -137,7 +138,8 @@ def test_the_board_page(open_page, built, width, tmp_path):
     assert page.locator("img[alt^='pass@1 against cost per attempt for 3 priced runs']").count() == 1
     assert page.get_by_text("Unpriced (some eligible attempt has no cost").inner_text().endswith("#3 gamma.")
     assert page.locator("img[alt^='pass^j for j = 1 to 2 of 4 runs']").count() == 1
-    assert page.locator("li bdi", has_text="only-in-gamma").count() == 1
+    left_out = page.locator("details.cbb-left-out")
+    assert left_out.locator("bdi", has_text="only-in-gamma").count() == 1 and left_out.get_attribute("open") is None
     assert no_sideways_scroll(page)
     check_clean(visit)
     page.screenshot(path=str(tmp_path / f"board-{width}.png"), full_page=True)
@@ -178,3 +180,26 @@ def test_selected_at_k_on_the_page(open_page, tmp_path):
     assert first.locator("tbody tr").first.locator("td").all_inner_texts() == ["t2", "SSA", "ASA", "1", "1"]
     assert no_sideways_scroll(page)
     check_clean(visit)
+
+
+def test_coinciding_curves_mixed_suites_and_tasks_left_out_in_natural_order(tmp_path):
+    """The same run twice draws one pass^j line labelled with both and named below the figure; two suites are
+    said on the first screen; the tasks left out are folded, in natural order (t2 before t10)."""
+    plan = [{"task_id": f"t{i}", "repeats": 2} for i in range(1, 13)]
+    docs = [manifest(plan), manifest(plan), manifest(plan[:3])]
+    for i, doc in enumerate(docs):
+        doc["run_id"] = f"r{i}"
+    docs[2]["suite"] = {"name": "other-suite", "version": "1"}
+    recs = outcomes({t["task_id"]: "SA" if n % 2 else "SS" for n, t in enumerate(plan)})
+    runs = [cb.load_run(write_run(tmp_path / f"r{i}", doc, [r for r in recs if r["task_id"] in
+                                                          {t["task_id"] for t in doc["plan"]["tasks"]}]))
+            for i, doc in enumerate(docs)]
+    doc = json.loads(dumps(cb.board(runs[:2] + runs[2:], resamples=0)))
+    curves = curves_html(doc)
+    assert "Runs with the same curve are drawn as one line, labelled with all of them: #1 r0 = #2 r1" in curves
+    assert "This board mixes 2 suites" in header_html(doc)
+    left = left_out_html(doc)
+    assert left.startswith('<div class="cbc"><details class="cbb-left-out"><summary>9 tasks planned in only some')
+    assert [m for m in left.split("<bdi>")[1:]][0].startswith("t4<") and "t9</bdi>, <bdi>t10</bdi>" in left
+    one_suite = json.loads(dumps(cb.board(runs[:2], resamples=0)))
+    assert "mixes" not in header_html(one_suite) and "same curve" in curves_html(one_suite)
