@@ -85,6 +85,7 @@ class Rate:
 
     Notes
     -----
+    ``float(rate)`` is the value (NaN when undefined) and ``rate.ci`` the interval as a tuple.
     A rate returned by a metric function knows its name (:attr:`metric`, e.g. ``"pass@3"``) for
     display only: ``repr`` gives ``Rate(pass@1 = 0.615 [0.355, 0.823], 8/13 tasks, coverage
     100%)`` and Jupyter an HTML line.  The name is not a field: equality, hashing and
@@ -100,6 +101,15 @@ class Rate:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def __float__(self) -> float:
+        """``float(rate)``: the value, NaN when the rate is undefined (``n == 0``)."""
+        return math.nan if self.value is None else float(self.value)
+
+    @property
+    def ci(self) -> tuple[float | None, float | None]:
+        """The Wilson interval as ``(ci_low, ci_high)`` (both None when ``n == 0``)."""
+        return self.ci_low, self.ci_high
 
     @classmethod
     def of(cls, successes: int, n: int, planned: int, confidence: float = 0.95, *, metric: str | None = None) -> "Rate":

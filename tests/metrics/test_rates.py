@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -281,6 +283,13 @@ def test_rate_repr_is_short_and_names_the_metric(tmp_path):
     assert r.to_dict() == {"value": 8 / 13, "successes": 8, "n": 13, "ci_low": low, "ci_high": high, "coverage": 1.0}
     assert repr(rate(0.5, 1, 2, 3)).startswith("Rate(0.500 [") and "coverage 66.7%" in repr(rate(0.5, 1, 2, 3))
     assert r.labelled("mine") == r and repr(r.labelled("mine")).startswith("Rate(mine = 0.615")
+    # float() and .ci, as a notebook reaches for them
+    assert float(r) == 8 / 13 and r.ci == (low, high) and f"{float(r):.1%}" == "61.5%"
+
+
+def test_an_undefined_rate_is_nan_as_a_float(tmp_path):
+    empty = cb.pass_at_1(load(tmp_path, [("t1", 2)], outcomes({"t1": "ES"})))
+    assert math.isnan(float(empty)) and empty.ci == (None, None) and empty.value is None
 
 
 def test_rate_repr_of_an_empty_denominator_and_its_html(tmp_path):
