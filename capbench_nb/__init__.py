@@ -26,7 +26,6 @@ _EXPORTS = {
     "Run": ".records.run",
     "load_run": ".records.run",
     "RunRecorder": ".records.recorder",
-    "compute_metrics": ".metrics.document",
     "write_metrics": ".outputs.export",
     "verify": ".outputs.verify",
     "Rate": ".metrics.rates",
@@ -51,15 +50,15 @@ _EXPORTS = {
     "wilson_interval": ".metrics.stats",
     "metrics_by": ".metrics.slices",
     "register_slice": ".metrics.slices",
-    "compare_runs": ".metrics.comparison",
     "import_inspect": ".records.importers",
     "import_taubench": ".records.importers",
     "import_tau2bench": ".records.importers",
     "campaign": ".metrics.campaign",
 }
 
-#: The public names defined here: the callers that read run directories before the stages compute.
-_DEFINED = ("build_report", "board", "gate")
+#: The public names defined here: the callers that read run directories before the stages compute, and
+#: those whose documents show themselves in Jupyter (:mod:`capbench_nb.outputs.documents`).
+_DEFINED = ("build_report", "board", "gate", "compute_metrics", "compare_runs", "explore")
 
 #: The public names: ``__version__``, every lazy name of :data:`_EXPORTS`, and those of :data:`_DEFINED`.
 __all__ = ["__version__", *_EXPORTS, *_DEFINED]
@@ -88,13 +87,58 @@ def build_report(*args, **kwargs):
 def board(runs, *, allow_invalid: bool = False, skip_evidence: bool = False, **options):
     """The board.json document of N >= 2 runs (:func:`capbench_nb.metrics.board.board`, which takes
     loaded runs): a run given as a directory is loaded here, as :func:`load_run` does with
-    ``strict=not allow_invalid`` and ``skip_evidence``; the options are the metrics function's."""
+    ``strict=not allow_invalid`` and ``skip_evidence``; the options are the metrics function's.
+
+    Returns a :class:`~capbench_nb.outputs.documents.BoardDocument`: the document as a read-only dict that
+    Jupyter shows as the board's first screen and table, with ``.to_frame()`` (one row per run).
+    """
     from capbench_nb.metrics import board as boards
+    from capbench_nb.outputs.documents import BoardDocument
     from capbench_nb.records.run import Run, load_run
 
     loaded = [run if isinstance(run, Run) else load_run(run, strict=not allow_invalid, skip_evidence=skip_evidence)
               for run in runs]
-    return boards.board(loaded, **options)
+    return BoardDocument(boards.board(loaded, **options))
+
+
+def compute_metrics(run, **options):
+    """Every metric of ``run`` as the metrics.json document
+    (:func:`capbench_nb.metrics.document.compute_metrics`, which returns a plain dict; the options are its
+    ``slices``, ``quarantine_threshold`` and ``clusters``).
+
+    Returns a :class:`~capbench_nb.outputs.documents.MetricsDocument`: the same document as a read-only dict
+    (``doc["metrics"]["pass@1"]``, ``json.dumps(doc)``) that Jupyter shows as the headline cards, with
+    ``.to_frame()`` (the headline metrics) and ``.to_frame("per_task")``.
+    """
+    from capbench_nb.metrics import document
+    from capbench_nb.outputs.documents import MetricsDocument
+
+    return MetricsDocument(document.compute_metrics(run, **options))
+
+
+def compare_runs(run_a, run_b, *, seed: int = 0, n_boot: int = 2000, confidence: float = 0.95):
+    """The comparison.json document of run B against run A (:func:`capbench_nb.metrics.comparison.compare_runs`,
+    which returns a plain dict; differences are B minus A).
+
+    Returns a :class:`~capbench_nb.outputs.documents.ComparisonDocument`: the same document as a read-only dict
+    that Jupyter shows as the verdicts and paired table, with ``.verdicts()`` and ``.to_frame()``.
+    """
+    from capbench_nb.metrics import comparison
+    from capbench_nb.outputs.documents import ComparisonDocument
+
+    return ComparisonDocument(comparison.compare_runs(run_a, run_b, seed=seed, n_boot=n_boot, confidence=confidence))
+
+
+def explore(run, *, allow_invalid: bool = False, skip_evidence: bool = False):
+    """The task explorer of a run, shown inline in Jupyter (the report's explorer: every planned task,
+    sortable and filterable, with its attempts and evidence); ``run`` is a loaded run or its directory."""
+    from capbench_nb.metrics.document import compute_metrics as metrics_of
+    from capbench_nb.outputs.report.explorer import Explorer
+    from capbench_nb.records.run import Run, load_run
+
+    if not isinstance(run, Run):
+        run = load_run(run, strict=not allow_invalid, skip_evidence=skip_evidence)
+    return Explorer(metrics_of(run), run)
 
 
 def gate(baseline, candidate, *, metrics=None, metric=None, margin: float | None = None, alpha: float | None = None,

@@ -25,6 +25,7 @@ __all__ = [
     "show_html",
     "paragraph",
     "show_style",
+    "report_style_html",
 ]
 
 class Raw(str):
@@ -180,10 +181,15 @@ _STYLE = """
 
 
 def show_style() -> None:
-    """Display the report's single ``<style>`` block (tables, cards, notes).
+    """Display the report's single ``<style>`` block (:func:`report_style_html`)."""
+    display(HTML(report_style_html()))
+
+
+def report_style_html() -> str:
+    """The report's ``<style>`` block (tables, cards, notes).
 
     Readable on a laptop screen: 14 px system fonts, compact bordered tables
     with right-aligned tabular numbers, scroll boxes for long tables.  No
     external fonts or URLs.
     """
-    display(HTML(f"<style>{_STYLE}</style>"))
+    return f"<style>{_STYLE}</style>"

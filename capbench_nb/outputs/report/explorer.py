@@ -51,6 +51,7 @@ import pandas as pd
 from capbench_nb.format import CLASS_KEYS, FAILURE_STAGES, TELEMETRY
 from capbench_nb.metrics.health import CONSISTENCY, INELIGIBLE_KEYS
 from capbench_nb.outputs.html.assets import json_island, page_asset
+from capbench_nb.outputs.html.escaping import plain_label
 from capbench_nb.records.details import ERROR_CHARS, FULL_DETAIL_ATTEMPTS, RESOLVE_BUDGET, VALUE_CHARS, attempt_details
 from capbench_nb.records.views import task_outcome_codes
 
@@ -61,6 +62,7 @@ __all__ = [
     "VALUE_CHARS",
     "page_data",
     "explorer_html",
+    "Explorer",
 ]
 
 
@@ -284,3 +286,17 @@ def explorer_html(doc: Mapping, run, *, report_dir: str | os.PathLike | None = N
         f"{json_island(page_data(doc, run, report_dir=report_dir, **limits), element_id + '-data')}"
         f"<script>{page_asset('explorer.js')}</script>"
     )
+
+
+class Explorer:
+    """The explorer of one run for Jupyter (``cb.explore(run)``): :func:`explorer_html` as its HTML view."""
+
+    def __init__(self, doc: Mapping, run) -> None:
+        self.doc, self.run = doc, run
+
+    def __repr__(self) -> str:
+        n = len(self.doc.get("per_task") or [])
+        return f"<explorer of {plain_label(self.doc.get('run_id'), 40)}: {n:,} planned tasks>"
+
+    def _repr_html_(self) -> str:
+        return explorer_html(self.doc, self.run)

@@ -50,6 +50,7 @@ __all__ = [
     "show_table",
     "verdict",
     "show_headline",
+    "headline_html",
     "show_help",
     "plot_headline",
     "show_explorer",
@@ -141,7 +142,12 @@ def _run_facts(doc: Mapping, run) -> str:
 
 
 def show_headline(doc: Mapping, run=None) -> None:
-    """Display the first screen: the run, the headline cards and one sentence of verdict.
+    """Display the first screen (:func:`headline_html`): the run, the headline cards and one sentence of verdict."""
+    show_html(headline_html(doc, run))
+
+
+def headline_html(doc: Mapping, run=None) -> str:
+    """The first screen: the run, the headline cards and one sentence of verdict, as HTML (no container).
 
     Parameters
     ----------
@@ -196,7 +202,7 @@ def show_headline(doc: Mapping, run=None) -> None:
             "see the anomalies section.</div>"
         )
     parts.append(_help_html("What these numbers mean", _HEADLINE_HELP))
-    show_html("".join(parts))
+    return "".join(parts)
 
 
 _HEADLINE_HELP = (

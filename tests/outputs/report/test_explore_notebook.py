@@ -64,7 +64,8 @@ def test_it_only_calls_into_the_package_and_teaches_every_part_of_the_api(notebo
         assert not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.While))
     assert imported <= {"capbench_nb", "pandas", "pathlib", "tempfile"}
     for call in ("cb.load_run(", "run.attempts_view(", "cb.pass_at_1(run)", "cb.compute_metrics(", "cb.per_task(run)",
-                 "cb.metrics_by(", "cb.register_slice(", "cb.compare_runs(", "run.evidence(", "page.show_explorer("):
+                 "cb.metrics_by(", "cb.register_slice(", "cb.compare_runs(", "run.evidence(", "cb.explore(run)",
+                 "float(rate)", "rate.ci", "doc.to_frame()", "comparison.to_frame()", "cb.board(", "board.to_frame()"):
         assert call in source, call
 
 
@@ -77,6 +78,12 @@ def test_the_sample_run_top_to_bottom(tmp_path, monkeypatch):
     assert "95% CI" in text_of(out["headline"], "text/html")
     assert text_of(out["headline-all"]).splitlines() == [
         repr(cb.pass_at_1(run)), repr(cb.pass_at_k(run)), repr(cb.pass_hat_k(run)), repr(cb.oracle_best_score_at_k(run))]
+    doc = cb.compute_metrics(run)
+    assert text_of(out["rate-float"]) == repr(f"pass@1 = {float(cb.pass_at_1(run)):.1%}, 95% CI "
+                                              f"{cb.pass_at_1(run).ci[0]:.1%} to {cb.pass_at_1(run).ci[1]:.1%}")
+    assert text_of(out["document"]) == repr(doc) and 'class="cb-card"' in text_of(out["document"], "text/html")
+    assert len(text_of(out["document"])) < 300  # the document's short repr, not 17,000 characters of dict
+    assert "oracle_best_score@k" in text_of(out["doc-frame"])
     explorer = text_of(out["explorer"], "text/html")
     assert all(task in explorer for task in run.plan["task_id"])  # the report's explorer, every task
     by_app = text_of(out["slices"])
@@ -86,7 +93,10 @@ def test_the_sample_run_top_to_bottom(tmp_path, monkeypatch):
     app_entry = cb.compute_metrics(run, slices=["app"])["slices"]["app"][0]  # the family is the app in the sample
     assert ast.literal_eval(text_of(out["register-doc"])) == (app_entry["value"], app_entry["tasks"], app_entry["pass@1"])
     assert "different models" in text_of(out["compare-warnings"]) and "m-small" in text_of(out["compare-warnings"])
-    assert "mcnemar_p" in text_of(out["compare-paired"])
+    assert text_of(out["compare-paired"]).startswith("<comparison ") and "McNemar" in text_of(out["compare-paired"],
+                                                                                                 "text/html")
+    assert "mcnemar_p" in text_of(out["comparison-frame"])
+    assert text_of(out["board"]).startswith("<board of 2 runs by pass@1 ") and "rank_low" in text_of(out["board-frame"])
     evidence = text_of(out["evidence"])
     assert "clock.timer.start attempt 3 (environment, setup):" in evidence
     assert "attempt.json#/setup -> {'status': 'failed'" in evidence and "adb: device not found after reboot" in evidence
