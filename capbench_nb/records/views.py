@@ -21,7 +21,7 @@ from capbench_nb.io.pointer import EvidenceError
 from capbench_nb.records.evidence import EvidenceResolver
 from capbench_nb.records.outcome import judge_enabled
 
-__all__ = ["PROVENANCE_COLUMNS", "OUTCOME_CODES", "NO_STAGE", "attempts_view", "attempt_outcomes", "outcome_codes",
+__all__ = ["PROVENANCE_COLUMNS", "OUTCOME_CODES", "NO_STAGE", "judge_phrase", "attempts_view", "attempt_outcomes", "outcome_codes",
            "task_outcome_codes", "outcomes_by_stage", "eligibility_by_outcome", "attempt_evidence", "clip", "escape_text",
            "html_card", "run_summary", "run_html", "evaluation_contracts"]
 
@@ -94,9 +94,18 @@ def run_summary(run) -> str:
     return f"Run({', '.join(parts)})"
 
 
+def judge_phrase(judge: Any) -> str:
+    """How the run's judge mode reads, everywhere it is shown (``config.judge``: true, false or absent)."""
+    if judge is True:
+        return "on"
+    if judge is False:
+        return "off (--no-judge: hard assertions only)"
+    return "not recorded (config.judge absent)"
+
+
 def _config_text(config: dict) -> str:
     return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}"
-                     for k, v in config.items() if k != "model")
+                     for k, v in config.items() if k not in ("model", "judge"))
 
 
 def run_html(run) -> str:
@@ -109,6 +118,7 @@ def run_html(run) -> str:
         ("suite", _suite(manifest)),
         ("status", manifest.get("status", "")),
         ("model", config.get("model", "not given")),
+        ("judge", judge_phrase(config.get("judge"))),
         ("config", clip(_config_text(config), 200) or "none"),
         ("runner", clip(f"{runner.get('name', '?')} {runner.get('version', '')}".strip(), 80)),
         ("created", manifest.get("created_at", "")),

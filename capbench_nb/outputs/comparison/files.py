@@ -17,7 +17,7 @@ import pandas as pd
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.metrics.comparison import compare_runs
 from capbench_nb.outputs.html.escaping import md_escape  # one escaping rule for every Markdown output
-from capbench_nb.outputs.html.formatting import metric_label
+from capbench_nb.outputs.html.formatting import judge_phrase, metric_label
 from capbench_nb.outputs.html.images import figure_image  # for the comparison notebook
 
 __all__ = [
@@ -74,7 +74,7 @@ def comparison_markdown(doc: dict, *, max_flips: int = 50) -> str:
     def run_line(label: str, run: dict) -> str:
         suite = run["suite"] or {}
         config = run["config"] or {}
-        judge = {True: "on", False: "off (--no-judge)", None: "n/a"}[run["judge"]]
+        judge = judge_phrase(run["judge"])
         return (f"| {label} | {md_escape(run['run_id'])} | {md_escape(suite.get('name'))} "
                 f"{md_escape(suite.get('version'))} | {md_escape(config.get('model'))} | "
                 f"{judge} | {run['k']} | {run['tasks_planned']} |")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from capbench_nb.format import TELEMETRY_MS_FIELDS
+from capbench_nb.records.views import judge_phrase  # the Run card's word too
 
 __all__ = [
     "NA_SOURCE",
@@ -222,15 +223,6 @@ def fmt_cost(value: Any) -> str:
 def fmt_score(value: Any, *, none: str = NA) -> str:
     """A quality score with three decimals; ``none`` when missing."""
     return none if is_null(value) else f"{float(value):.3f}"
-
-
-def judge_phrase(judge: Any) -> str:
-    """How the run's judge mode reads in prose (``config.judge``: true, false or absent)."""
-    if judge is True:
-        return "judge"
-    if judge is False:
-        return "--no-judge (hard assertions only)"
-    return "not recorded (config.judge absent)"
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

@@ -153,6 +153,11 @@ def test_opening_a_task_shows_each_attempt_and_its_evidence_value(open_page, sam
     assert "task wall time" not in detail and "task_wall_ms" in detail  # telemetry named with units
     page.click(f"{EXPLORER} tr.cbx-row .cbx-open")  # closes again
     assert page.query_selector(f"{EXPLORER} tr.cbx-detail") is None
+    page.fill(f"{EXPLORER} input[type=search]", "messages.inbox.read_latest")  # attempt 1: one tool error
+    page.click(f"{EXPLORER} tr.cbx-row .cbx-open")
+    first = page.inner_text(f"{EXPLORER} tr.cbx-detail .cbx-att >> nth=0")
+    assert "tool_errors\n1 event" in first and "1 events" not in first and "replan_count\n1 event" in first
+    page.click(f"{EXPLORER} tr.cbx-row .cbx-open")
 
 
 def test_the_inspect_error_is_shown(open_page, inspect_report):
@@ -162,6 +167,8 @@ def test_the_inspect_error_is_shown(open_page, inspect_report):
     detail = page.inner_text(f"{EXPLORER} tr.cbx-detail")
     assert "attempt 3: unknown (not eligible)" in detail
     assert "error: RuntimeError('deliberate failure for sample t5 epoch 3')" in detail
+    # inspect logs hold no device timings: fields no attempt of the run records are not called missing
+    assert "screenshot_capture_ms" not in detail and "device_execution_ms" not in detail
 
 
 def test_all_300_simulated_tasks_are_reachable(open_page, sim300_report):

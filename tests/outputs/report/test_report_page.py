@@ -404,7 +404,7 @@ def test_every_display_runs_when_every_denominator_is_empty(tmp_path, captured):
     assert all(doc["metrics"][key]["n"] == 0 for key in ("pass@1", "pass@k", "pass^k"))
     run_everything(doc, run)
     html = html_of(captured)
-    assert "--no-judge (hard assertions only)" in html
+    assert "off (--no-judge: hard assertions only)" in html
     assert "6 attempts were ineligible (2 environment, 1 evaluation, 1 skipped and 2 unknown)" in html
     assert "1.5 s" in html
     assert "0.0%" in html  # coverage is a real 0 ...

@@ -56,6 +56,7 @@
 
   function Explorer(root, data) {
     this.root = root; this.d = data; this.k = data.k;
+    this.recorded = data.attempts.telemetry.map(function (values) { return values.some(function (v) { return v != null; }); });
     this.sortKey = null; this.sortDir = 1; this.page = 0; this.pageSize = 50; this.open = {};
     this.prepare(); this.build(); this.apply();
   }
@@ -373,11 +374,13 @@
     fact("failure stage", st === "." ? "none" : d.stages[Number(st)]);
     fact("quality score", fmtScore(A.quality[r]));
     fact("cost", fmtCost(A.cost[r]));
-    var missing = [];
+    var missing = [], recorded = this.recorded;
     d.telemetry.forEach(function (t, f) {
       var v = A.telemetry[f][r];
-      if (v == null) { missing.push(t[0]); return; }
-      fact(t[0], t[2] === "ms" ? fmtMs(v) : t[2] === "bool" ? (v ? "true" : "false") : fmtCount(v) + " " + t[1]);
+      // a field no detailed attempt of the run records (e.g. device timings of an imported run) is not called missing
+      if (v == null) { if (recorded[f]) missing.push(t[0]); return; }
+      fact(t[0], t[2] === "ms" ? fmtMs(v) : t[2] === "bool" ? (v ? "true" : "false")
+        : fmtCount(v) + " " + (Number(v) === 1 ? t[1].replace(/s$/, "") : t[1]));
     });
     box.appendChild(facts);
     if (missing.length) box.appendChild(el("p", "cbx-note", "No source for: " + missing.join(", ") + "."));
