@@ -64,7 +64,8 @@ def test_html_card_names_the_run_and_escapes_every_run_supplied_string(tmp_path)
 def test_html_card_of_the_sample_run_holds_its_identity_and_counts():
     run = cb.load_run(SAMPLE_RUN)
     page = run._repr_html_()
-    for text in ("Run sim-4759", "mobile-core-sim@2026.11", "partial", "m-large", "provider=p1", "judge=true",
+    assert re.search(r"judge</th><td[^>]*>on</td>", page) and "judge=true" not in page  # the judge mode's word
+    for text in ("Run sim-4759", "mobile-core-sim@2026.11", "partial", "m-large", "provider=p1",
                  "13 tasks x 2-3 repeats, k=2", f"{len(run.attempts)} counted of {len(run.records)} records",
                  "1 above_planned_repeats", "run.attempts_view()"):
         assert text in page, text
