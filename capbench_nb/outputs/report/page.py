@@ -78,6 +78,16 @@ def _card(label: str, value: str, detail: str) -> str:
     )
 
 
+def _rate_card(label: str, m: Mapping, planned: int) -> str:
+    """A headline card of a rate: the value, its successes over tasks, the 95% interval and coverage."""
+    n = int(m.get("n") or 0)
+    if n and not is_null(m.get("value")):
+        detail = (f"{m.get('successes')}/{n} tasks · 95% CI {fmt_interval(m.get('ci_low'), m.get('ci_high'))}"
+                  f" · coverage {fmt_pct(m.get('coverage'))} ({n:,} of {planned:,} planned)")
+        return _card(label, fmt_pct(m["value"]), detail)
+    return _card(label, NA_NO_ELIGIBLE, f"0 tasks in the denominator · coverage {fmt_pct(m.get('coverage'))}")
+
+
 def _ineligible(run) -> dict[str, int]:
     """The run's ineligible attempts by outcome (the records view)."""
     return {c: int(n) for c, n in eligibility_by_outcome(run)["ineligible"].items()}
@@ -166,20 +176,12 @@ def headline_html(doc: Mapping, run=None) -> str:
     k = doc.get("k")
     planned = int((doc.get("tasks") or {}).get("planned") or 0)
     parts = [f'<div class="cb-run">Run {id_cell(doc.get("run_id"))}</div>', _run_facts(doc, run)]
-    cards = []
-    for metric in headline_rates():
-        m = metric.value_in(doc) or {}
-        n = int(m.get("n") or 0)
-        if n and not is_null(m.get("value")):
-            value = fmt_pct(m["value"])
-            detail = (
-                f"{m.get('successes')}/{n} tasks · 95% CI {fmt_interval(m.get('ci_low'), m.get('ci_high'))}"
-                f" · coverage {fmt_pct(m.get('coverage'))} ({n:,} of {planned:,} planned)"
-            )
-        else:
-            value = NA_NO_ELIGIBLE
-            detail = f"0 tasks in the denominator · coverage {fmt_pct(m.get('coverage'))}"
-        cards.append(_card(metric.display(k), value, detail))
+    rates = [(metric.display(k), metric.value_in(doc) or {}) for metric in headline_rates()]
+    selection = doc.get("selection")
+    if isinstance(selection, Mapping):  # best-of-k with a selector: the system's number leads (spec section 9)
+        rates.insert(0, (f"selected@k (k = {selection.get('k')}, selector)",
+                         (selection.get("metrics") or {}).get("selected@k") or {}))
+    cards = [_rate_card(label, m, planned) for label, m in rates]
     for metric in (m for m in HEADLINE if m.kind != "rate"):  # the diagnostics: a mean, no interval
         m = metric.value_in(doc) or {}
         value = m.get("value")

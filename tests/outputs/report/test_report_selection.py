@@ -41,6 +41,18 @@ def test_the_section_reads_the_document(small, captured):
     assert selection_sentence(small, markdown=False) in html.replace("&#x27;", "'")
 
 
+def test_selected_at_k_leads_the_first_screen_cards(small, tmp_path):
+    from capbench_nb.outputs.report.page import headline_html
+
+    labels = re.findall(r'<div class="cb-label">([^<]*)</div>', headline_html(small))
+    assert labels[:2] == ["selected@k (k = 2, selector)", "pass@1"]
+    card = re.search(r'selected@k \(k = 2, selector\)</div><div class="cb-value">([^<]*)</div>'
+                     r'<div class="cb-detail">([^<]*)</div>', headline_html(small))
+    assert card.group(1) == "25.0%" and card.group(2).startswith("1/4 tasks")
+    plain = cb.compute_metrics(cb.load_run(write_run(tmp_path / "plain", manifest([("a", 1)]), outcomes({"a": "S"}))))
+    assert "selector" not in headline_html(plain)
+
+
 def test_summary_md_states_selected_at_k_beside_pass_at_1_and_pass_at_k(small):
     text = summary_markdown(small)
     assert ("over the 4 tasks that enter, selected@k is 25.0% (1/4; 95% Wilson interval [4.6%, 69.9%]) beside "
