@@ -95,6 +95,15 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _value_text(value: Any) -> str:
+    """An evidence value as shown, cut to :data:`VALUE_CHARS`: a string as its own text, an object with a
+    multi-line string member (an error with its traceback) as ``key: value`` lines with that text as it is
+    (real line breaks, not ``\\n``), anything else as indented JSON."""
+    if isinstance(value, str):
+        return _clip(value, VALUE_CHARS)
+    if isinstance(value, dict) and any(isinstance(v, str) and "\n" in v for v in value.values()):
+        return _clip("\n".join(f"{k}:\n{v}" if isinstance(v, str) and "\n" in v
+                               else f"{k}: {json.dumps(v, ensure_ascii=False, allow_nan=True, default=repr)}"
+                               for k, v in value.items()), VALUE_CHARS)
     try:
         text = json.dumps(value, ensure_ascii=False, indent=1, allow_nan=True)
     except (TypeError, ValueError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -169,6 +170,15 @@ def test_the_inspect_error_is_shown(open_page, inspect_report):
     assert "error: RuntimeError('deliberate failure for sample t5 epoch 3')" in detail
     # inspect logs hold no device timings: fields no attempt of the run records are not called missing
     assert "screenshot_capture_ms" not in detail and "device_execution_ms" not in detail
+    # the traceback is text with its own line breaks, folded after its first lines, "show all" for the rest
+    value = page.locator(f"{EXPLORER} tr.cbx-detail pre.cbx-value")
+    folded = value.inner_text()
+    assert "traceback:\n  + Exception Group Traceback (most recent call last):\n" in folded and "\\n" not in folded
+    assert len(folded.splitlines()) == 13 and folded.endswith("\u2026")
+    button = page.locator(f"{EXPLORER} tr.cbx-detail button.cbx-showall")
+    assert re.fullmatch(r"show all \d+ lines", button.inner_text())
+    button.click()
+    assert len(value.inner_text().splitlines()) > 13 and button.count() == 0
 
 
 def test_all_300_simulated_tasks_are_reachable(open_page, sim300_report):

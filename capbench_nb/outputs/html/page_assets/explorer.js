@@ -9,7 +9,7 @@
   var INELIGIBLE = {E: 1, V: 1, K: 1, X: 1};
   var CONSISTENCY = ["stable pass", "stable fail", "inconsistent"];
   var INEL_NAMES = ["environment", "evaluation", "skipped", "unknown"];
-  var MAX_CELLS = 24, DETAIL_STEP = 100;
+  var MAX_CELLS = 24, DETAIL_STEP = 100, FOLD_LINES = 12;
   var INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
   var SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"};
 
@@ -33,6 +33,16 @@
     return e;
   }
   function na(text) { return el("span", "cbx-na", text || "n/a"); }
+  function folded(text) {  /* a long multi-line value: its first FOLD_LINES lines, and a button for the rest */
+    var lines = text.split("\n"), box = el("div", "cbx-fold");
+    if (lines.length <= FOLD_LINES + 2) { box.appendChild(el("pre", "cbx-value", text)); return box; }
+    var pre = el("pre", "cbx-value", lines.slice(0, FOLD_LINES).join("\n") + "\n\u2026");
+    var more = el("button", "cbx-showall", "show all " + lines.length.toLocaleString("en-US") + " lines");
+    more.type = "button";
+    more.addEventListener("click", function () { pre.textContent = text; box.removeChild(more); });
+    box.appendChild(pre); box.appendChild(more);
+    return box;
+  }
   function fmtCount(v) { return v == null ? null : Number(v).toLocaleString("en-US", {maximumFractionDigits: 1}); }
   function fmtMs(v) {
     if (v == null) return null;
@@ -390,7 +400,7 @@
     if (ev) ev.forEach(function (x) {
       var item = el("div", "cbx-ev"), lab = el("div", "cbx-evref"); lab.appendChild(el("span", null, "evidence ")); lab.appendChild(el("code", null, visible(x[0])));
       item.appendChild(lab);
-      if (x[1] != null) item.appendChild(el("pre", "cbx-value", visible(x[1], true)));
+      if (x[1] != null) item.appendChild(folded(visible(x[1], true)));
       else item.appendChild(el("p", "cbx-note", x[2] ? "not resolved: " + visible(x[2]) : "not resolved here (over the budget of attempts read); open the file"));
       box.appendChild(item);
     });
