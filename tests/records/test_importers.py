@@ -7,6 +7,7 @@ itself, whose epoch reducers recorded the values we must reproduce.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
@@ -68,6 +69,11 @@ def test_taubench_gpt4o_airline_agrees_with_tau_bench(tmp_path, capsys):
     assert run.k == 4 and len(run.plan) == 50
     assert run.plan["task_id"].tolist() == [str(i) for i in range(50)]  # numeric order, as strings
     assert run.manifest["status"] == "completed"
+    assert run.run_id == f"tau-bench-{hashlib.sha256(TAU.read_bytes()).hexdigest()[:8]}"  # no --model or --suite given
+    named = tmp_path / "named"
+    assert main(["import", "tau-bench", str(TAU), "--out", str(named), "--model", "gpt-4o", "--suite", "airline"]) == 0
+    assert cb.load_run(named).run_id == f"tau-bench-gpt-4o-airline-{hashlib.sha256(TAU.read_bytes()).hexdigest()[:8]}"
+    capsys.readouterr()
     # tau-bench README, Airline, "TC (gpt-4o)", and display_metrics in tau_bench/run.py
     c = curve(run)
     assert [c[j]["pass^j"] for j in (1, 2, 3, 4)] == pytest.approx([0.42, 0.2733333333333333, 0.22, 0.2], abs=1e-12)

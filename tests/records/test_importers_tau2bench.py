@@ -7,6 +7,8 @@ run of 4 tasks x 4 trials and one stopped early (50 tasks planned x 4 trials, 41
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import math
 from pathlib import Path
@@ -43,6 +45,9 @@ def test_a_complete_run_agrees_with_tau2(tmp_path):
     assert run.manifest["plan"]["tasks"] == [{"task_id": t["id"], "repeats": 4} for t in FULL_DOC["tasks"]]
     assert (run.k, run.manifest["status"], run.manifest["suite"]) == (4, "completed", {"name": "airline"})
     assert run.manifest["config"] == {"model": "xai/grok-3", "user_model": "xai/grok-3"}
+    # a default run id that says what the run is: tool, agent model, domain, date, 8 hex digits of the source
+    digest = hashlib.sha256(hashlib.sha256(FULL.read_bytes()).hexdigest().encode()).hexdigest()
+    assert run.run_id == f"tau2-bench-xai-grok-3-airline-{FULL_DOC['timestamp'][:10]}-{digest[:8]}"
     assert run.manifest["runner"] == {"name": "tau2-bench", "version": FULL_DOC["info"]["git_commit"]}
     assert run.manifest["created_at"] == FULL_DOC["timestamp"]
     doc = cb.compute_metrics(run)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -94,6 +95,22 @@ class ImportedAttempt:
 def sha256_hex(data: bytes) -> str:
     """Lowercase hex sha256 of ``data`` (it names a source file in the manifest's ``import.sources``)."""
     return hashlib.sha256(data).hexdigest()
+
+
+def readable_run_id(tool: str, parts: list[Any], digest: str) -> str:
+    """A default run id that says what the run is: ``tool-part-part-...-hash8``, e.g.
+    ``tau2-bench-gpt-4.1-airline-2025-06-12-60c5b8d3``.
+
+    Each non-empty part (model, domain, date) is kept to letters, digits, ``.`` and ``_`` (anything else
+    becomes ``-``) and to 40 characters; the first 8 hex digits of ``digest`` (the sources' sha256) keep
+    two runs of one model and domain apart.
+    """
+    words = [tool]
+    for part in parts:
+        word = re.sub(r"[^A-Za-z0-9._]+", "-", str(part)).strip("-.")[:40].strip("-.") if part is not None else ""
+        if word:
+            words.append(word)
+    return "-".join(words + [digest[:8]])
 
 
 def describe(value: Any) -> str:

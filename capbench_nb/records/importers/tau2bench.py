@@ -375,12 +375,14 @@ def _manifest(sources: list[Tau2Source], facts: dict, plan: list[str], attempts:
     present = {(a.record["task_id"], a.record["attempt"]) for a in attempts}
     complete = all((t, n) in present for t in plan for n in range(1, repeats + 1))
     digest = common.sha256_hex("\n".join(sorted(s.sha256 for s in sources)).encode("utf-8"))
+    stamps = sorted(s.meta["timestamp"] for s in sources if isinstance(s.meta.get("timestamp"), str))
+    readable = common.readable_run_id("tau2-bench", [facts["model"], facts["domain"], stamps[0][:10] if stamps else None],
+                                      digest)
     manifest: dict[str, Any] = {
         "schema_version": RUN_SCHEMA_VERSION,
-        "run_id": run_id or f"tau2-bench-{digest[:16]}",
+        "run_id": run_id or readable,
         "suite": {"name": facts["domain"] or "tau2-bench"},
     }
-    stamps = sorted(s.meta["timestamp"] for s in sources if isinstance(s.meta.get("timestamp"), str))
     if stamps:
         manifest["created_at"] = stamps[0]
     manifest.update({

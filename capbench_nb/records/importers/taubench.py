@@ -220,7 +220,7 @@ def _import(file: str, out: str | os.PathLike, *, force: bool, suite: str | None
     digest = common.sha256_hex(raw)
     manifest = {
         "schema_version": RUN_SCHEMA_VERSION,
-        "run_id": run_id or f"tau-bench-{digest[:16]}",
+        "run_id": run_id or common.readable_run_id("tau-bench", [model, suite], digest),
         "suite": {"name": suite or "tau-bench"},
         "status": "completed" if complete else "partial",
         "runner": {"name": "tau-bench"},
