@@ -60,15 +60,21 @@ def html_table(
     scroll: bool = False,
     row_classes: list[str] | None = None,
 ) -> str:
-    """An HTML table: headers and rows escaped cell by cell (:func:`cell`), ``numeric`` columns right-aligned."""
+    """An HTML table: headers and rows escaped cell by cell (:func:`cell`), ``numeric`` columns right-aligned.
+
+    Each cell carries its column's header (``data-label``): on a narrow screen a row becomes a card of
+    ``header: value`` lines instead of a table wider than the screen.
+    """
     num = ' class="num"'
     head = "".join(
         f"<th{num if i in numeric else ''}>{html_escape(h, max_len=None)}</th>" for i, h in enumerate(headers)
     )
+    labels = [f' data-label="{html_escape(h, max_len=None)}"' for h in headers]
     body = []
     for r, cells in enumerate(rows):
         cls = f' class="{row_classes[r]}"' if row_classes and row_classes[r] else ""
-        tds = "".join(f"<td{num if i in numeric else ''}>{cell(c)}</td>" for i, c in enumerate(cells))
+        tds = "".join(f"<td{num if i in numeric else ''}{labels[i] if i < len(labels) else ''}>{cell(c)}</td>"
+                      for i, c in enumerate(cells))
         body.append(f"<tr{cls}>{tds}</tr>")
     cap = f"<caption>{html_escape(caption, max_len=None)}</caption>" if caption else ""
     table = f'<table class="cb-table">{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
@@ -175,7 +181,16 @@ _STYLE = """
 .cb .cb-card { flex: 1 1 14em; }
 @media (max-width: 760px) {
   .cb .cb-card { max-width: none; }
-  .cb table.cb-table { display: block; max-width: 100%; overflow-x: auto; }
+  .cb table.cb-table, .cb table.cb-table > tbody, .cb table.cb-table > tbody > tr,
+  .cb table.cb-table > tbody > tr > td { display: block; width: 100%; box-sizing: border-box; }
+  .cb table.cb-table > thead { display: none; }
+  .cb table.cb-table > caption { display: block; width: 100%; }
+  .cb table.cb-table > tbody > tr { border: 1px solid #d0d7de; border-radius: 6px; margin: 0 0 6px; padding: 3px 0; }
+  .cb table.cb-table > tbody > tr > td, .cb table.cb-table > tbody > tr > td.num { border: 0; text-align: left;
+      white-space: normal; padding: 1px 8px; background: none; }
+  .cb table.cb-table > tbody > tr > td[data-label]::before { content: attr(data-label) ": "; font-weight: 600;
+      color: #57606a; }
+  .cb table.cb-table tbody tr:nth-child(even) td { background: none; }
 }
 """
 

@@ -221,6 +221,14 @@ def test_nothing_overflows_at_420_px(open_page, request, fixture):
     page = opened(open_page, request.getfixturevalue(fixture), width=420).page
     page.click(f"{EXPLORER} tr.cbx-row .cbx-open")
     assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+    # the report's tables (telemetry, quarantine, outcomes by stage...) are cards here: nothing cut at the side
+    cut = page.evaluate("""() => [...document.querySelectorAll('table.cb-table')].filter(t =>
+        t.scrollWidth > t.clientWidth + 1 || t.getBoundingClientRect().right > innerWidth).length""")
+    assert cut == 0
+    label = page.evaluate("""() => getComputedStyle(document.querySelector('table.cb-table td[data-label]'),
+        '::before').content""")
+    assert label.endswith(': "') and page.evaluate("() => getComputedStyle(document.querySelector("
+                                                   "'table.cb-table thead')).display") == "none"
 
 
 @pytest.mark.parametrize("fixture", ["sample_report", "sim300_report"])

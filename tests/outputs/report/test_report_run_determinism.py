@@ -72,7 +72,7 @@ def _without_file_order(text: str, hashes: list[str]) -> str:
     for table in re.findall(r"<table\b(?:(?!</table>).)*?</table>", text, re.DOTALL):
         if "task_not_in_plan" in table or "above_planned_repeats" in table:
             rows = re.findall(r"<tr>(?:(?!</tr>).)*?</tr>", table, re.DOTALL)
-            body = [re.sub(r'(<td class="[^"]*num[^"]*">)\d+(</td>)', r"\1N\2", r) for r in rows if "<td" in r]
+            body = [re.sub(r'(<td class="[^"]*num[^"]*"[^>]*>)\d+(</td>)', r"\1N\2", r) for r in rows if "<td" in r]
             text = text.replace(table, "".join(r for r in rows if "<td" not in r) + "".join(sorted(body)))
     return text
 
