@@ -229,6 +229,10 @@ def test_nothing_overflows_at_420_px(open_page, request, fixture):
         '::before').content""")
     assert label.endswith(': "') and page.evaluate("() => getComputedStyle(document.querySelector("
                                                    "'table.cb-table thead')).display") == "none"
+    # task ids may break after a separator only: a <wbr> after each '.', '_', '-', '/' or ':', the text unchanged
+    ids = page.evaluate(f"""() => [...document.querySelectorAll('{EXPLORER} .cbx-open .cbx-id')].map(e =>
+        [e.textContent, e.querySelectorAll('wbr').length])""")
+    assert ids and all(n == len(re.findall(r"[._/:-](?=.)", text)) for text, n in ids), ids[:3]
 
 
 @pytest.mark.parametrize("fixture", ["sample_report", "sim300_report"])

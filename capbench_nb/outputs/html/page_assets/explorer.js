@@ -28,7 +28,11 @@
   function idText(s, max) {  /* a run-supplied id: visible escapes, clipped, the whole of it on hover */
     var t = visible(s == null ? "" : s), e = el("bdi", "cbx-id");
     max = max || 120;
-    e.textContent = t.length > max ? t.slice(0, max - 1) + "\u2026" : t;
+    /* a line may break after a separator (settings.display.|brightness), not in the middle of a word */
+    (t.length > max ? t.slice(0, max - 1) + "\u2026" : t).split(/(?<=[._\/:-])/).forEach(function (part, j) {
+      if (j) e.appendChild(document.createElement("wbr"));
+      e.appendChild(document.createTextNode(part));
+    });
     if (t.length > max) e.title = t.slice(0, 2000);
     return e;
   }
