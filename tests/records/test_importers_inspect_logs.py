@@ -259,3 +259,16 @@ def test_inspect_mean_is_the_mean_quality_score(tmp_path, log, option, name):
     value, stderr = theirs.get("accuracy", theirs.get("mean")), theirs["stderr"]
     assert (ours["value"], ours["se"]) == (pytest.approx(value, abs=1e-12), pytest.approx(stderr, abs=1e-12))
     assert ours["n"] == len(run.plan)
+
+
+def test_a_log_without_samples_says_so(tmp_path):
+    """A header-only log (an eval still running, or logged without samples): the dataset's sample ids are the
+    plan, every attempt is missing, and the import says why there are 0 attempts."""
+    doc = json.loads((DATA / "mock_pass_k_with_error.json").read_text(encoding="utf-8"))
+    doc.pop("samples")
+    (tmp_path / "header.json").write_text(json.dumps(doc), encoding="utf-8")
+    run, notes = imported(tmp_path, tmp_path / "header.json")
+    assert len(run.plan) == 8 and len(run.attempts) == 0 and run.manifest["status"] == "completed"
+    assert notes == ["the log holds no samples (a header only: an eval still running, or logged without samples); "
+                     "every planned attempt is missing"]
+    assert cb.pass_at_1(run).value is None  # no eligible attempt: undefined, not 0

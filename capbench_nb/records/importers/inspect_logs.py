@@ -496,6 +496,9 @@ def _import(paths: list, out: str | os.PathLike, scorer: str | None, force: bool
     plan, attempts, scorers = _collect_samples(logs, kept, epochs, scorer, multi)
     if not plan:
         raise _bad(logs[0].file, "the log has no samples and no dataset sample ids")
+    if not attempts:  # the plan is the dataset's sample ids alone
+        notes.append(f"the log{'s hold' if len(logs) > 1 else ' holds'} no samples (a header only: an eval still "
+                     "running, or logged without samples); every planned attempt is missing")
     reserved = _RESERVED_LABELS + (("inspect_task",) if multi else ())
     plan_tasks = []
     for task_id, entry in plan.items():
