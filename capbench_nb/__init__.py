@@ -116,9 +116,10 @@ def compute_metrics(run, **options):
     return MetricsDocument(document.compute_metrics(run, **options))
 
 
-def compare_runs(run_a, run_b, *, seed: int = 0, n_boot: int = 2000, confidence: float = 0.95):
+def compare_runs(run_a, run_b, **options):
     """The comparison.json document of run B against run A (:func:`capbench_nb.metrics.comparison.compare_runs`,
-    which returns a plain dict; differences are B minus A).
+    which returns a plain dict; differences are B minus A; the options are its ``seed``, ``n_boot`` and
+    ``confidence``).
 
     Returns a :class:`~capbench_nb.outputs.documents.ComparisonDocument`: the same document as a read-only dict
     that Jupyter shows as the verdicts and paired table, with ``.verdicts()`` and ``.to_frame()``.
@@ -126,7 +127,7 @@ def compare_runs(run_a, run_b, *, seed: int = 0, n_boot: int = 2000, confidence:
     from capbench_nb.metrics import comparison
     from capbench_nb.outputs.documents import ComparisonDocument
 
-    return ComparisonDocument(comparison.compare_runs(run_a, run_b, seed=seed, n_boot=n_boot, confidence=confidence))
+    return ComparisonDocument(comparison.compare_runs(run_a, run_b, **options))
 
 
 def explore(run, *, allow_invalid: bool = False, skip_evidence: bool = False):
