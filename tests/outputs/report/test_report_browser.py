@@ -181,6 +181,24 @@ def test_the_inspect_error_is_shown(open_page, inspect_report):
     assert len(value.inner_text().splitlines()) > 13 and button.count() == 0
 
 
+def test_the_success_filter_counts_in_the_summarys_words(open_page, sim300_report):
+    """'failed every one of 1..k' counts the k-eligible tasks, as the summary's stable fail does; tasks
+    without any success (not k-eligible ones included) have an option of their own."""
+    doc = json.loads((sim300_report.parent / "metrics.json").read_text(encoding="utf-8"))
+    consistency, k = doc["health"]["consistency"], doc["k"]
+    page = opened(open_page, sim300_report).page
+    menu = f"{EXPLORER} label:has-text('successes in') select"
+    options = page.locator(f"{menu} option").all_inner_texts()
+    assert f"all {k} succeeded ({consistency['stable_pass']})" in options
+    assert f"failed every one of 1..{k} (k-eligible) ({consistency['stable_fail']})" in options
+    none_any = int(re.fullmatch(rf"no success in 1\.\.{k} \(any task\) \((\d+)\)",
+                                next(o for o in options if o.startswith("no success"))).group(1))
+    assert none_any > consistency["stable_fail"]  # the k-eligible ones are some of them
+    for value, count in (("none-k", consistency["stable_fail"]), ("all", consistency["stable_pass"]), ("none", none_any)):
+        page.select_option(menu, value)
+        assert f" of {count} matching (300 planned)" in page.inner_text(f"{EXPLORER} .cbx-status")
+
+
 def test_all_300_simulated_tasks_are_reachable(open_page, sim300_report):
     page = opened(open_page, sim300_report).page
     seen = []

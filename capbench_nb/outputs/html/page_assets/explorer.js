@@ -145,8 +145,14 @@
     root.textContent = "";
     var box = el("div", "cbx-controls");
     this.q = this.control(box, "task id contains", el("input")); this.q.type = "search";
-    this.succ = this.control(box, "successes in 1.." + this.k, select([["", "any"], ["all", "all " + this.k + " succeeded"],
-      ["none", "none succeeded"], ["some", "some, not all"], ["first-failed", "attempt 1 failed"]]));
+    /* the summary's words, each with its count: "failed every one" is over k-eligible tasks, as the summary counts */
+    var K = this.k, succOptions = [["all", "all " + K + " succeeded"], ["none-k", "failed every one of 1.." + K + " (k-eligible)"],
+      ["none", "no success in 1.." + K + " (any task)"], ["some", "some, not all"], ["first-failed", "attempt 1 failed"]];
+    this.succ = this.control(box, "successes in 1.." + K, select([["", "any"]].concat(succOptions.map(function (o) {
+      var n = 0;
+      for (var t = 0; t < self.n; t++) if (self.succMatches(o[0], t)) n++;
+      return [o[0], o[1] + " (" + fmtCount(n) + ")"];
+    }))));
     this.pat = this.control(box, "outcome pattern", el("input"));
     this.pat.placeholder = "e.g. SA? or F"; this.pat.title = "One letter per attempt from attempt 1: S success, A agent, E environment, " +
       "V evaluation, K skipped, U/X unknown (eligible/not), . no record, F any failure, I ineligible, ? anything";
@@ -247,14 +253,19 @@
     tr.classList.add("cbx-focus"); tr.scrollIntoView({block: "start"});
     var b = tr.querySelector(".cbx-open"); if (b) b.focus({preventScroll: true});
   };
+  Explorer.prototype.succMatches = function (value, i) {  /* the "successes in 1..k" filter */
+    var T = this.d.tasks, s = this.kSucc[i], kk = Math.min(this.k, T.planned[i]);
+    if (value === "all") return s === kk;
+    if (value === "none-k") return s === 0 && T.k_eligible[i] === 1;
+    if (value === "none") return s === 0;
+    if (value === "some") return s !== 0 && s !== kk;
+    if (value === "first-failed") return T.outcomes[i].charAt(0) !== "S";
+    return true;
+  };
   Explorer.prototype.matches = function (i) {
     var T = this.d.tasks, o = T.outcomes[i], k = this.k, f = this.flags[i];
     if (this.qv && T.id[i].toLowerCase().indexOf(this.qv) < 0) return false;
-    var s = this.kSucc[i], kk = Math.min(k, T.planned[i]);
-    if (this.succ.value === "all" && s !== kk) return false;
-    if (this.succ.value === "none" && s !== 0) return false;
-    if (this.succ.value === "some" && (s === 0 || s === kk)) return false;
-    if (this.succ.value === "first-failed" && o.charAt(0) === "S") return false;
+    if (this.succ.value && !this.succMatches(this.succ.value, i)) return false;
     if (this.patv) {
       for (var j = 0; j < this.patv.length; j++) {
         var p = this.patv.charAt(j), c = o.charAt(j) || ".";
