@@ -123,6 +123,15 @@ def test_filters_by_outcome_class_label_and_search(open_page, sample_report):
     assert shown_ids(page) == [] and "No task matches" in page.inner_text(EXPLORER)
 
 
+def test_the_tasks_to_look_at_first_open_in_the_explorer(open_page, sample_report):
+    page = opened(open_page, sample_report).page
+    cards = page.locator(".cb-triage")
+    assert [c.split("\n")[0] for c in cards.all_inner_texts()] == [
+        "0 tasks never succeeded", "6 inconsistent tasks", "1 quarantine candidate"]  # by hand from the sample run
+    cards.nth(2).locator("a.cb-task-link").click()
+    assert page.inner_text(f"{EXPLORER} tr.cbx-focus .cbx-open .cbx-id") == "clock.timer.start"
+
+
 def test_suite_health_links_open_the_task_and_its_columns_filter(open_page, sample_report):
     page = opened(open_page, sample_report).page
     page.click(".cb a.cb-task-link:has-text('clock.timer.start')")  # a quarantine candidate, in the health section
