@@ -123,6 +123,16 @@ def test_filters_by_outcome_class_label_and_search(open_page, sample_report):
     assert shown_ids(page) == [] and "No task matches" in page.inner_text(EXPLORER)
 
 
+def test_labels_are_chips_in_at_most_two_lines(open_page, sample_report):
+    page = opened(open_page, sample_report).page
+    cell = page.locator(f"{EXPLORER} tr.cbx-row td.cbx-labels").first
+    chips = cell.locator(".cbx-chip")
+    assert chips.all_inner_texts() == ["settings", "android"]  # the values; each names its label on hover
+    assert [chips.nth(j).get_attribute("title") for j in range(2)] == ["app: settings", "platform: android"]
+    box, chip = cell.bounding_box(), chips.first.bounding_box()
+    assert box["height"] < 3 * chip["height"]  # two lines at most, not the four of wrapped "app: ... platform: ..."
+
+
 def test_the_tasks_to_look_at_first_open_in_the_explorer(open_page, sample_report):
     page = opened(open_page, sample_report).page
     cards = page.locator(".cb-triage")

@@ -337,8 +337,16 @@
         }
       } else if (c.key === "outcomes") {
         td.appendChild(self.grid(i));
-      } else if (c.key === "labels") {
-        td.appendChild(document.createTextNode(visible(self.labelText[i])));
+      } else if (c.key === "labels") {  /* one line of chips: the values, each naming its label on hover */
+        td.className = "cbx-labels"; td.title = visible(self.labelText[i]);
+        var chips = el("div", "cbx-chips");
+        T.labels.forEach(function (L) {
+          var code = L.codes[i];
+          if (code == null) return;
+          var chip = el("span", "cbx-chip", visible(L.values[code])); chip.title = visible(L.name + ": " + L.values[code]);
+          chips.appendChild(chip);
+        });
+        td.appendChild(chips);
       } else if (c.render) {
         td.appendChild(c.render(i));
       } else {
