@@ -161,6 +161,16 @@ def test_an_eval_set_folder(tmp_path):
     next(partial.glob("*three-epochs*")).unlink()
     _, notes = imported(tmp_path, partial, name="partial")
     assert "of 2 task(s), 1 of them without a log here: 'three_epochs'" in notes[0]
+    # an older inspect's eval-set.json lists its tasks without task_id: counted, and said not to be matched
+    older = tmp_path / "older-set"
+    shutil.copytree(EVAL_SET, older)
+    doc = json.loads((older / "eval-set.json").read_text())
+    for task in doc["tasks"]:
+        task.pop("task_id")
+    (older / "eval-set.json").write_text(json.dumps(doc))
+    _, notes = imported(tmp_path, older, name="older")
+    assert (f'eval set "{doc["eval_set_id"]}" of 2 task(s); 2 listed without a task_id (an older inspect\'s '
+            "eval-set.json), so not matched to the logs; skipped") in notes[0]
 
 
 def as_json_log(path: Path, out: Path, change=None) -> Path:
@@ -206,6 +216,7 @@ def test_an_older_log_keeps_what_no_newer_one_holds(tmp_path):
                       lambda d: d["eval"].update(created=read_log(STOPPED).header["eval"]["created"]))
     rc, _, err = cli("import", "inspect", older, tie, "--out", tmp_path / "tie")
     assert rc == 2 and check_error(err, rule="duplicate-attempt") and "is also in" in err
+    assert "two independent evals of one sample set go into a run each" in err
 
 
 def test_dict_valued_scores(tmp_path):

@@ -355,7 +355,8 @@ def _plan_log(plan: dict[str, dict], log: InspectLog, epochs: int, prefix: str) 
 
 
 def _duplicate(key: tuple, log: InspectLog, other: InspectLog) -> InvalidRunError:
-    return _bad(log.file, f"sample {common.describe(key[0])} epoch {key[1]} is also in {other.file}",
+    return _bad(log.file, f"sample {common.describe(key[0])} epoch {key[1]} is also in {other.file}; two independent "
+                          "evals of one sample set go into a run each (import them one by one and compare the runs)",
                 rule="duplicate-attempt")
 
 

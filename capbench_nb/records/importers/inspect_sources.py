@@ -95,12 +95,18 @@ def _eval_set(path: Path, task_ids: set[str]) -> str:
     tasks = doc.get("tasks") if isinstance(doc, dict) else None
     if not isinstance(tasks, list):
         return "eval-set.json holds no list of tasks"
-    listed = [t for t in tasks if isinstance(t, dict) and isinstance(t.get("task_id"), str)]
+    entries = [t for t in tasks if isinstance(t, dict)]
+    listed = [t for t in entries if isinstance(t.get("task_id"), str)]
     missing = [str(t.get("name", t["task_id"])) for t in listed if t["task_id"] not in task_ids]
     set_id = doc.get("eval_set_id")
     named = f" {common.describe(set_id)}" if isinstance(set_id, str) else ""
-    tail = f", {len(missing)} of them without a log here: {_names(missing)}" if missing else ", each with a log here"
-    return f"eval set{named} of {len(listed)} task(s){tail}"
+    tail = (f", {len(missing)} of them without a log here: {_names(missing)}" if missing
+            else ", each with a log here" if listed else "")
+    unmatched = len(entries) - len(listed)
+    if unmatched:  # an older inspect's eval-set.json lists its tasks without their ids
+        tail += (f"; {unmatched} listed without a task_id (an older inspect's eval-set.json), so not matched to "
+                 "the logs")
+    return f"eval set{named} of {len(entries)} task(s){tail}"
 
 
 def _created(header: dict) -> float:
