@@ -68,3 +68,17 @@ def test_every_metric_function_takes_a_loaded_run(name):
         assert by_run.equals(by_table)
     else:
         assert by_run == by_table
+
+
+def test_compute_metrics_in_a_script_loads_no_notebook_display():
+    """cb.compute_metrics returns a document that shows itself in Jupyter; its HTML helpers (IPython) load
+    only when it is shown."""
+    code = ("import sys, capbench_nb as cb\n"
+            "doc = cb.compute_metrics(cb.load_run('data/sample-run'))\n"
+            "assert 'IPython' not in sys.modules, 'cb.compute_metrics loaded IPython'\n"
+            "doc._repr_html_()\n"
+            "assert 'IPython' in sys.modules\n")
+    from conftest import REPO
+
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr

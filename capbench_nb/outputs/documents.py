@@ -6,7 +6,8 @@ to change), while Jupyter shows a short ``repr`` and an HTML view (the headline 
 board table) instead of thousands of characters of dict, and ``to_frame()`` gives the tidy table.
 The views read the document only; nothing here computes a metric.  The functions of
 :mod:`capbench_nb.metrics` themselves keep returning plain dicts.  The comparison and board pages are
-imported when their document is shown (scipy behind them), so a metrics document stays light.
+imported when their document is shown (scipy behind them), and every view's HTML helpers (IPython behind
+them) only when Jupyter asks for it: ``cb.compute_metrics`` in a script costs the computation alone.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import pandas as pd
 from capbench_nb.metrics.registry import HEADLINE
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
 from capbench_nb.outputs.html.formatting import fmt_cost, fmt_interval, fmt_pct
-from capbench_nb.outputs.html.tables import html_table, report_style_html
-from capbench_nb.outputs.report.page import headline_html
 
 __all__ = ["Document", "MetricsDocument", "ComparisonDocument", "BoardDocument"]
 
@@ -72,6 +71,9 @@ class MetricsDocument(Document):
         return f"<metrics {plain_label(self.get('run_id'), 40)}: {'; '.join(parts)}>"
 
     def _repr_html_(self) -> str:
+        from capbench_nb.outputs.html.tables import report_style_html
+        from capbench_nb.outputs.report.page import headline_html
+
         return f'{report_style_html()}<div class="cb">{headline_html(self)}</div>'
 
     def to_frame(self, table: str = "headline") -> pd.DataFrame:
@@ -143,6 +145,7 @@ class BoardDocument(Document):
     def _repr_html_(self) -> str:
         from capbench_nb.outputs.board import page as board_page
         from capbench_nb.outputs.board.files import board_metrics, board_order, metric_labels
+        from capbench_nb.outputs.html.tables import html_table, report_style_html
 
         labels = metric_labels(self)
         names = board_metrics(self)
