@@ -18,7 +18,7 @@ import pandas as pd
 
 from capbench_nb.metrics.registry import HEADLINE
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
-from capbench_nb.outputs.html.formatting import fmt_cost, fmt_interval, fmt_pct
+from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
 __all__ = ["Document", "MetricsDocument", "ComparisonDocument", "BoardDocument"]
 
@@ -144,22 +144,11 @@ class BoardDocument(Document):
 
     def _repr_html_(self) -> str:
         from capbench_nb.outputs.board import page as board_page
-        from capbench_nb.outputs.board.files import board_metrics, board_order, metric_labels
         from capbench_nb.outputs.html.tables import html_table, report_style_html
 
-        labels = metric_labels(self)
-        names = board_metrics(self)
-        headers = ["rank", "rank interval", "group", "run", "model", *(labels[n] for n in names), "cost / attempt"]
-        rows = []
-        for i in board_order(self):
-            e = self["runs"][i]
-            interval = e["rank_interval"]
-            rows.append([e["rank"] if e["rank"] is not None else "n/a",
-                         "n/a" if interval is None else f"{interval[0]}–{interval[1]}", e["group"],
-                         f"#{i + 1} {plain_label(e['run_id'], 80)}", plain_label(e["model"], 60),
-                         *(_rate_text(e["values"].get(n)) for n in names),
-                         "unpriced" if e["cost_per_attempt"] is None else fmt_cost(e["cost_per_attempt"])])
-        table = html_table(headers, rows, numeric=(0, 2))
+        columns, rows = board_page.run_table(self)  # the page's table, without each run's tasks
+        table = html_table([c["label"] for c in columns], [r["cells"] for r in rows],
+                           numeric=tuple(j for j, c in enumerate(columns) if c["num"]))
         return (f"{board_page.style_html()}{report_style_html()}{board_page.header_html(self)}"
                 f'<div class="cb">{table}<p class="cb-note">{html_escape(self.SOURCE, max_len=None)}</p></div>')
 

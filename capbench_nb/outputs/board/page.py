@@ -37,6 +37,7 @@ __all__ = [
     "attempt_codes",
     "selection_picks",
     "runs_data",
+    "run_table",
     "pairs_data",
     "runs_html",
     "pairs_html",
@@ -189,6 +190,14 @@ def _cost_cells(entry: dict) -> tuple[str, Any, str, Any]:
 
 def runs_data(doc: dict, runs: list) -> dict:
     """The board table's JSON: columns, and per run (board order) its display cells and sort keys."""
+    columns, rows = run_table(doc)
+    return {**_shared(doc, runs), "columns": columns, "rows": rows, "open_col": 3}
+
+
+def run_table(doc: dict) -> tuple[list[dict], list[dict]]:
+    """The board table from the document alone: columns (``label``, ``help``, ``num``) and per run, in board
+    order, ``pos``, display ``cells`` and sort ``keys`` (the page adds each run's tasks; a notebook shows it
+    as it is, :class:`capbench_nb.outputs.documents.BoardDocument`)."""
     labels = metric_labels(doc)
     main = doc["metric"]
     others = [m for m in board_metrics(doc) if m != main]
@@ -218,8 +227,7 @@ def runs_data(doc: dict, runs: list) -> dict:
         keys = [e["rank"], None if interval is None else interval[0], e["group"], i, cells[4], rate["value"], rate["n"],
                 *other, cost_key, frontier_key]
         rows.append({"pos": i, "cells": cells, "keys": keys})
-    return {**_shared(doc, runs), "columns": [{"label": c, "help": h, "num": n} for c, h, n in columns],
-            "rows": rows, "open_col": 3}
+    return [{"label": c, "help": h, "num": n} for c, h, n in columns], rows
 
 
 def pairs_data(doc: dict, runs: list) -> dict:
