@@ -48,7 +48,6 @@ _EXPORTS = {
     "prefix_curve": ".metrics.curves",
     "unbiased_curve": ".metrics.curves",
     "wilson_interval": ".metrics.stats",
-    "metrics_by": ".metrics.slices",
     "register_slice": ".metrics.slices",
     "import_inspect": ".records.importers",
     "import_taubench": ".records.importers",
@@ -58,7 +57,7 @@ _EXPORTS = {
 
 #: The public names defined here: the callers that read run directories before the stages compute, and
 #: those whose documents show themselves in Jupyter (:mod:`capbench_nb.outputs.documents`).
-_DEFINED = ("build_report", "board", "gate", "compute_metrics", "compare_runs", "explore")
+_DEFINED = ("build_report", "board", "gate", "compute_metrics", "compare_runs", "explore", "metrics_by")
 
 #: The public names: ``__version__``, every lazy name of :data:`_EXPORTS`, and those of :data:`_DEFINED`.
 __all__ = ["__version__", *_EXPORTS, *_DEFINED]
@@ -128,6 +127,23 @@ def compare_runs(run_a, run_b, **options):
     from capbench_nb.outputs.documents import ComparisonDocument
 
     return ComparisonDocument(comparison.compare_runs(run_a, run_b, **options))
+
+
+def metrics_by(run, by, *, confidence: float = 0.95):
+    """pass@1, pass@k and pass^k per slice (:func:`capbench_nb.metrics.slices.metrics_by`, which returns a plain
+    DataFrame): one row per slice value, (metric, statistic) columns.
+
+    Returns a :class:`~capbench_nb.outputs.documents.SliceTable`: the same DataFrame, shown in Jupyter and by
+    ``repr`` as the report's slice table (each rate as "63.6% (7/11) [35.4%, 84.8%]"), with ``.tidy()`` (one
+    row per slice and rate).
+    """
+    from capbench_nb.metrics import slices
+    from capbench_nb.outputs.documents import SliceTable
+
+    plain = slices.metrics_by(run, by, confidence=confidence)
+    table = SliceTable(plain)
+    table.attrs.update(plain.attrs)  # the run's k
+    return table
 
 
 def explore(run, *, allow_invalid: bool = False, skip_evidence: bool = False):

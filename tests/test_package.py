@@ -12,7 +12,8 @@ import capbench_nb
 
 def test_all_lists_exactly_the_lazy_names_and_the_eager_ones():
     assert set(capbench_nb.__all__) == set(capbench_nb._EXPORTS) | {"__version__", *capbench_nb._DEFINED}
-    assert capbench_nb._DEFINED == ("build_report", "board", "gate", "compute_metrics", "compare_runs", "explore")
+    assert capbench_nb._DEFINED == ("build_report", "board", "gate", "compute_metrics", "compare_runs", "explore",
+                                    "metrics_by")
     assert len(capbench_nb.__all__) == len(set(capbench_nb.__all__))
 
 

@@ -175,7 +175,7 @@ def metrics_by(run: Run, by: str | list[str], *, confidence: float = 0.95) -> pd
         ``table["pass@1"]`` is one metric's statistics, ``table.xs("value", axis=1,
         level="statistic")`` every metric's value.  Slice rows add up to the whole run in
         tasks, n, successes and counts.  metrics.json's ``slices`` holds the same numbers
-        (:func:`slices_document`).
+        (:func:`slices_document`).  ``table.attrs["k"]`` is the run's k.
     """
     dims = [by] if isinstance(by, str) else list(by)
     rows = _slice_rows(run, dims, confidence)
@@ -193,6 +193,7 @@ def metrics_by(run: Run, by: str | list[str], *, confidence: float = 0.95) -> pd
         data[("attempts", key)] = pd.array([r["counts"]["by_failure_class"][key] for r in rows], dtype="int64")
     table = pd.DataFrame(data, index=_slice_index(dims, [r["key"] for r in rows]))
     table.columns = pd.MultiIndex.from_tuples(list(data), names=["metric", "statistic"])
+    table.attrs["k"] = run.k  # what "k" is in the column names, for a display of the table
     return table
 
 

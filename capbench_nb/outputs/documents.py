@@ -1,4 +1,5 @@
-"""The documents ``cb.compute_metrics``, ``cb.compare_runs`` and ``cb.board`` return in a notebook.
+"""The documents ``cb.compute_metrics``, ``cb.compare_runs`` and ``cb.board`` return in a notebook, and the
+table ``cb.metrics_by`` returns.
 
 Each is the plain document (metrics.json, comparison.json, board.json) as a read-only ``dict``: existing
 code keeps working (``doc["metrics"]["pass@1"]["value"]``, ``json.dumps(doc)``, ``dict(doc)`` for a copy
@@ -20,7 +21,7 @@ from capbench_nb.metrics.registry import HEADLINE
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
-__all__ = ["Document", "MetricsDocument", "ComparisonDocument", "BoardDocument"]
+__all__ = ["Document", "MetricsDocument", "ComparisonDocument", "BoardDocument", "SliceTable"]
 
 _RATE_COLUMNS = ("value", "successes", "n", "ci_low", "ci_high", "coverage")
 
@@ -173,3 +174,78 @@ class BoardDocument(Document):
         counts = tuple(f"{name}_{part}" for name in board_metrics(self) for part in ("successes", "n"))
         return _typed(rows, strings=("run_id", "model"),
                       ints=("position", "rank", "rank_low", "rank_high", "group", *counts), bools=("frontier",))
+
+
+class SliceTable(pd.DataFrame):
+    """The table of :func:`capbench_nb.metrics.slices.metrics_by` (``cb.metrics_by``): the same DataFrame, one
+    row per slice with (metric, statistic) columns (``table[("pass@1", "value")]``, ``table["pass@1"]``), shown
+    in Jupyter and by ``repr`` as the report's slice table (one readable column per rate, intervals in
+    percent) instead of 28 columns of six decimals; :meth:`tidy` gives one row per slice and rate.
+
+    Anything derived from it (a column, ``.loc``, ``.xs``, arithmetic) is a plain DataFrame or Series.
+    """
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    @property
+    def dimensions(self) -> list[str]:
+        """The slice dimensions: the index's names."""
+        return [str(name) for name in self.index.names]
+
+    def _entries(self) -> list[dict]:
+        """Each row as a slice entry of metrics.json's shape (``values`` for the dimensions)."""
+        rates = [m for m in dict.fromkeys(self.columns.get_level_values("metric")) if m not in ("slice", "attempts")]
+        entries = []
+        for key, row in zip(self.index, pd.DataFrame(self).itertuples(index=False, name=None)):
+            cells = dict(zip(self.columns, row))
+            values = list(key) if isinstance(self.index, pd.MultiIndex) else [key]
+            entry = {"values": [None if _missing(v) else v for v in values], "tasks": cells[("slice", "tasks")],
+                     "small": cells[("slice", "small")],
+                     "attempts": {"total": cells[("attempts", "total")], "eligible": cells[("attempts", "eligible")]}}
+            for name in rates:
+                entry[name] = {field: None if _missing(cells[(name, field)]) else cells[(name, field)]
+                               for field in _RATE_COLUMNS}
+            entries.append(entry)
+        return entries
+
+    def __repr__(self) -> str:
+        from capbench_nb.outputs.html.formatting import fmt_rate
+
+        entries = self._entries()
+        rates = [name for name in entries[0] if name not in ("values", "tasks", "small", "attempts")] if entries else []
+        view = pd.DataFrame([
+            {**{d: "(no value)" if v is None else str(v) for d, v in zip(self.dimensions, e["values"])},
+             "tasks": f"{e['tasks']}{' (small)' if e['small'] else ''}",
+             **{_label(name, self.attrs.get("k")): fmt_rate(e[name]) for name in rates},
+             "attempts": f"{e['attempts']['total']} ({e['attempts']['eligible']} eligible)"} for e in entries])
+        return view.to_string(index=False) if len(view) else "(no slices)"
+
+    def _repr_html_(self) -> str:
+        from capbench_nb.outputs.html.tables import report_style_html
+        from capbench_nb.outputs.report.page import slice_table_html
+
+        table = slice_table_html(self.dimensions, self._entries(), k=self.attrs.get("k"))
+        return f'{report_style_html()}<div class="cb">{table}</div>'
+
+    def tidy(self) -> pd.DataFrame:
+        """One row per slice and rate: the dimensions, ``tasks``, ``small``, ``metric`` and the rate's
+        ``value``, ``successes``, ``n``, ``ci_low``, ``ci_high``, ``coverage`` (nullable dtypes)."""
+        rows = []
+        for e in self._entries():
+            for name in (n for n in e if n not in ("values", "tasks", "small", "attempts")):
+                rows.append({**dict(zip(self.dimensions, e["values"])), "tasks": e["tasks"], "small": e["small"],
+                             "metric": name, **e[name]})
+        frame = pd.DataFrame(rows, columns=[*self.dimensions, "tasks", "small", "metric", *_RATE_COLUMNS], dtype=object)
+        dtypes = {c: "Int64" if c in ("tasks", "successes", "n") else "Float64" for c in ("tasks", *_RATE_COLUMNS)}
+        return frame.astype({**dtypes, "small": "boolean", "metric": "string"})  # slice values as given
+
+
+def _label(name: str, k: int | None) -> str:
+    metric = next((m for m in HEADLINE if m.name == name), None)
+    return name if metric is None or k is None else metric.display(k)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)

@@ -14,6 +14,8 @@ from capbench_nb.metrics.stats import wilson_interval
 
 from conftest import SAMPLE_RUN, manifest, outcomes, record, write_run
 
+HOSTILE = "<img src=x onerror=alert(1)>"
+
 
 def load(tmp_path, tasks, records, **kw):
     return cb.load_run(write_run(tmp_path / "run", manifest(tasks, **kw), records))
@@ -140,3 +142,33 @@ def test_slices_document_entries(tmp_path):
     with pytest.raises(KeyError):
         slices_document(run, ["missing"])
     _ = record  # the helper is shared with other test modules
+
+
+def test_cb_metrics_by_is_the_same_table_shown_readably(tmp_path):
+    from capbench_nb.outputs.documents import SliceTable
+
+    tasks = [*TASKS[:2], {**TASKS[2], "app": HOSTILE}, TASKS[3]]
+    run = load(tmp_path, tasks, outcomes({"a1": "SS", "a2": "AS", "b1": "ES", "n1": "SA"}))
+    plain, shown = metrics_by(run, "app"), cb.metrics_by(run, by="app")
+    assert type(plain) is pd.DataFrame and isinstance(shown, SliceTable)
+    pd.testing.assert_frame_equal(pd.DataFrame(shown), plain)  # the P1 table: (metric, statistic) columns
+    assert type(shown["pass@1"]) is pd.DataFrame and type(shown.loc["alpha"]) is pd.Series
+    # the readable view: one column per rate labelled with k, the rate as the report writes it, small marked
+    text = repr(shown)
+    assert "pass@k (k = 2)" in text and "50.0% (1/2) [9.5%, 90.5%]" in text and "2 (small)" in text
+    assert "(no value)" in text and "n/a (no eligible tasks)" in text  # beta: its one attempt is ineligible
+    assert "0.500000" not in text and "ci_low" not in text
+    html = shown._repr_html_()
+    assert HOSTILE not in html and "&lt;img" in html and "Slices by app" in html and "pass^k (k = 2)" in html
+    # tidy: one row per slice and rate, nullable, missing stays missing
+    tidy = shown.tidy()
+    assert list(tidy.columns) == ["app", "tasks", "small", "metric", "value", "successes", "n", "ci_low", "ci_high",
+                                  "coverage"]
+    assert len(tidy) == 3 * len(plain) and tidy["metric"].tolist()[:3] == ["pass@1", "pass@k", "pass^k"]
+    alpha = tidy[(tidy["app"] == "alpha") & (tidy["metric"] == "pass@1")].iloc[0]
+    assert (alpha["successes"], alpha["n"], alpha["value"]) == (1, 2, 0.5)
+    beta = tidy[(tidy["app"] == HOSTILE) & (tidy["metric"] == "pass@1")].iloc[0]
+    assert beta["n"] == 0 and beta["value"] is pd.NA
+    assert tidy["app"].tolist()[-1] is None and str(tidy["n"].dtype) == "Int64"
+    two = cb.metrics_by(run, by=["app", "judge"])
+    assert list(two.tidy().columns[:2]) == ["app", "judge"] and "judge" in repr(two)

@@ -61,6 +61,7 @@ __all__ = [
     "show_provenance",
     "show_curves",
     "show_slices",
+    "slice_table_html",
     "show_health",
     "show_selection",
 ]
@@ -499,6 +500,34 @@ def show_curves(doc: Mapping) -> None:
     show_html("".join(parts))
 
 
+def slice_table_html(dims: list[str], entries: list[Mapping], *, k: int | None = None) -> str:
+    """The table of slice metrics: one row per entry of metrics.json's ``slices`` (``value``: one slice value,
+    or ``values``: one per dimension of ``dims``), small slices marked, the rates headed by name or, given
+    ``k``, by ``pass@3``-style labels.  The report's slice section and ``cb.metrics_by`` in Jupyter show this
+    one table."""
+    rates = headline_rates()  # a slice entry holds each headline rate under its name
+    rows, classes = [], []
+    for e in entries:
+        small = bool(e.get("small"))
+        values = e["values"] if "values" in e else [e.get("value")]
+        rows.append([
+            *(id_cell(v, missing="(no value)") for v in values),
+            fmt_count(e.get("tasks")),
+            "small" if small else "",
+            *(fmt_rate(e.get(m.name) or {}) for m in rates),
+            fmt_count((e.get("attempts") or {}).get("total")),
+            fmt_count((e.get("attempts") or {}).get("eligible")),
+        ])
+        classes.append("cb-small" if small else "")
+    d = len(dims)
+    label = " × ".join(str(dim) for dim in dims)
+    return paragraph(f"Slices by {label}", "cb-title") + html_table(
+        [*(str(dim) for dim in dims), "tasks", "", *(m.name if k is None else m.display(k) for m in rates),
+         "attempts", "eligible"], rows,
+        numeric=(d, d + 2 + len(rates), d + 3 + len(rates)),
+        caption=f"Metrics per value of {label}; coverage is within the slice", row_classes=classes)
+
+
 def show_slices(doc: Mapping) -> None:
     """Display, for every slice dimension in the document, a table and a chart of the slice metrics.
 
@@ -509,22 +538,6 @@ def show_slices(doc: Mapping) -> None:
     if not slices:
         show_html(paragraph("No slice dimensions were requested (capbench-nb report --slice DIM).", "cb-note"))
         return
-    rates = headline_rates()  # a slice entry holds each headline rate under its name
     for dim, entries in slices.items():
-        rows, classes = [], []
-        for e in entries:
-            small = bool(e.get("small"))
-            rows.append([
-                id_cell(e.get("value"), missing="(no value)"),
-                fmt_count(e.get("tasks")),
-                "small" if small else "",
-                *(fmt_rate(e.get(m.name) or {}) for m in rates),
-                fmt_count((e.get("attempts") or {}).get("total")),
-                fmt_count((e.get("attempts") or {}).get("eligible")),
-            ])
-            classes.append("cb-small" if small else "")
-        show_html(paragraph(f"Slices by {dim}", "cb-title") + html_table(
-            [str(dim), "tasks", "", *(m.name for m in rates), "attempts", "eligible"], rows,
-            numeric=(1, 3 + len(rates), 4 + len(rates)), caption=f"Metrics per value of {dim}; coverage is within the slice",
-            row_classes=classes))
+        show_html(slice_table_html([dim], entries))
         plot_slices(str(dim), entries, int(doc.get("k") or 1))
