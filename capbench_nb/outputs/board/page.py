@@ -16,6 +16,7 @@ from the network.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -26,7 +27,7 @@ from capbench_nb.outputs.board.files import board_metrics, board_order, metric_l
 from capbench_nb.outputs.html.assets import PAGE_CSS, island_id, island_json, json_island, page_asset, with_tables
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
 from capbench_nb.outputs.html.formatting import fmt_cost, fmt_interval, fmt_p, fmt_pct, fmt_pp
-from capbench_nb.outputs.html.images import figure_image
+from capbench_nb.outputs.html.images import NARROW_WIDTH, figure_image, narrow_picture
 from capbench_nb.records.views import task_outcome_codes
 
 __all__ = [
@@ -337,38 +338,65 @@ def frontier_html(doc: dict) -> str:
 
 
 def curves_html(doc: dict) -> str:
-    """pass^j for j = 1..common k on the common tasks, every run on one figure, coloured by group."""
+    """pass^j for j = 1..common k on the common tasks, every run on one figure, coloured by group; on a narrow
+    page the same figure drawn narrow (:func:`~capbench_nb.outputs.html.images.narrow_picture`)."""
     from matplotlib.figure import Figure
 
     k = doc["common"]["k"]
+    curves = _coinciding_curves(doc)
     with _rc():
         fig = Figure(figsize=(6.4, 4.0), layout="constrained")
-        ax = fig.add_subplot()
-        seen = set()
-        curves = _coinciding_curves(doc)
-        for runs, points in curves:
-            group = doc["runs"][runs[0]]["group"]
-            color = _GROUP_COLORS[(group - 1) % len(_GROUP_COLORS)]
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3.5, linewidth=1.1,
-                    color=color, alpha=0.85, label=None if group in seen else f"group {group}", clip_on=False)
-            seen.add(group)
-            ax.annotate(" = ".join(f"#{i + 1}" for i in runs), points[-1], textcoords="offset points", xytext=(4, 0),
-                        fontsize=8, color=color, annotation_clip=False)
-        ax.set_xticks(range(1, k + 1))
-        ax.set_xlim(0.8, k + 0.6)
-        ax.set_ylim(0, 100)  # from 0: the fall from pass^1 reads at its true size
-        ax.set_xlabel("j (attempts 1..j all succeeded)")
-        ax.set_ylabel("pass^j (%) on the common tasks")
-        ax.grid(alpha=0.3)
-        if seen:
-            ax.legend(fontsize=8.5, loc="best", ncol=2 if len(seen) > 5 else 1)
+        _draw_curves(fig, doc, curves, k, narrow=False)
+        narrow = Figure(figsize=(NARROW_WIDTH, 3.9), layout="constrained")
+        _draw_curves(narrow, doc, curves, k, narrow=True)
     same = [runs for runs, _ in curves if len(runs) > 1]
     coincide = ("" if not same else " Runs with the same curve are drawn as one line, labelled with all of them: "
                 + "; ".join(" = ".join(_name(doc, i) for i in runs) for runs in same) + ".")
     alt = f"pass^j for j = 1 to {k} of {len(doc['runs'])} runs on the common tasks, coloured by group"
-    return (f'<div class="cbc">{figure_image(fig, alt).data}<p>How reliability falls as more attempts must all succeed '
+    return (f'<div class="cbc">{narrow_picture(figure_image(fig, alt).data, narrow)}<p>How reliability falls as more '
+            "attempts must all succeed "
             "(planned prefixes, board.json runs[].curve). Lines are labelled by position (the table's #) and "
             f"coloured by group.{html_escape(coincide, max_len=None)}</p></div>")
+
+
+def _draw_curves(fig, doc: dict, curves: list, k: int, *, narrow: bool) -> None:
+    """The pass^j lines of :func:`curves_html` on ``fig``: narrow, with larger labels and the legend below."""
+    ax = fig.add_subplot()
+    seen = set()
+    heights = _spread([points[-1][1] for _, points in curves], gap=5.5 if narrow else 3.6)
+    for (runs, points), height in zip(curves, heights):
+        group = doc["runs"][runs[0]]["group"]
+        color = _GROUP_COLORS[(group - 1) % len(_GROUP_COLORS)]
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3.5, linewidth=1.1,
+                color=color, alpha=0.85, label=None if group in seen else f"group {group}", clip_on=False)
+        seen.add(group)
+        ax.annotate(" = ".join(f"#{i + 1}" for i in runs), points[-1], xytext=(points[-1][0] + 0.06, height),
+                    textcoords="data", va="center", fontsize=9.5 if narrow else 8, color=color,
+                    annotation_clip=False)
+    ax.set_xticks(range(1, k + 1))
+    ax.set_xlim(0.8, k + (0.9 if narrow else 0.6))
+    ax.set_ylim(0, 100)  # from 0: the fall from pass^1 reads at its true size
+    ax.set_xlabel("j (attempts 1..j all succeeded)")
+    ax.set_ylabel("pass^j (%), common tasks" if narrow else "pass^j (%) on the common tasks")
+    ax.grid(alpha=0.3)
+    if seen and narrow:
+        fig.legend(loc="outside lower center", fontsize=9.5, frameon=False, ncol=min(len(seen), 3))
+    elif seen:
+        ax.legend(fontsize=8.5, loc="best", ncol=2 if len(seen) > 5 else 1)
+
+
+def _spread(heights: list[float], *, gap: float) -> list[float]:
+    """Label heights near ``heights`` (0-100) at least ``gap`` apart, in the same order: the end labels of lines
+    that finish close together are stacked instead of printed over each other."""
+    order = sorted(range(len(heights)), key=lambda i: heights[i])
+    placed = [0.0] * len(heights)
+    floor = -math.inf
+    for i in order:
+        placed[i] = floor = max(heights[i], floor + gap)
+    top = max(placed, default=0.0)
+    if top > 100:  # pushed past the top: move the stack down, keeping the gaps
+        placed = [h - (top - 100) for h in placed]
+    return placed
 
 
 def _coinciding_curves(doc: dict) -> list[tuple[list[int], list[tuple[int, float]]]]:

@@ -15,6 +15,7 @@ from IPython.display import HTML, display
 
 from capbench_nb.outputs.html.escaping import html_escape
 from capbench_nb.outputs.html.formatting import NA, fmt_count, is_null
+from capbench_nb.outputs.html.images import NARROW_MEDIA
 
 __all__ = [
     "Raw",
@@ -192,7 +193,7 @@ _STYLE = """
       color: #57606a; }
   .cb table.cb-table tbody tr:nth-child(even) td { background: none; }
 }
-"""
+""" + f"@media {NARROW_MEDIA} {{ .cb picture.cb-pic img.cb-fig {{ width: auto; }} }}\n"  # the narrow figure's own width
 
 
 def show_style() -> None:

@@ -22,6 +22,7 @@ from capbench_nb.format import TELEMETRY_MS_FIELDS
 from capbench_nb.metrics.registry import headline_rates
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
 from capbench_nb.outputs.html.formatting import fmt_pct, is_null, telemetry_formatter
+from capbench_nb.outputs.html.images import NARROW_WIDTH, narrow_picture
 from capbench_nb.outputs.html.tables import paragraph, show_html
 
 __all__ = [
@@ -411,39 +412,48 @@ def plot_health(doc: Mapping) -> None:
     Read from the document (``per_task`` successes, ``health.per_task``).  Tasks at the same point
     are one marker whose area grows with their number (written beside it); quarantine candidates
     are red diamonds; on the dashed diagonal every eligible attempt of the task succeeded, and the
-    distance below it is the share of eligible failures.
+    distance below it is the share of eligible failures.  On a narrow page it is drawn narrow.
     """
-    from matplotlib.ticker import PercentFormatter
-
     points, empty = _health_points(doc)
     if not points:
         show_html(paragraph("No task has a counted attempt: nothing to plot.", "cb-note"))
         return
     threshold = fmt_pct((doc.get("health") or {}).get("quarantine_threshold")).replace(".0%", "%")
+    alt = ("Per task, the share of counted attempts that succeeded against the share that were not agent-eligible; "
+           "quarantine candidates marked")
     with _rc():
-        fig = _figure(5.6, 5.2)
-        ax = fig.subplots()
-        ax.plot([0, 1], [1, 0], ls="--", color="#8c959f", lw=1, label="every eligible attempt succeeded")
-        kinds = ((False, "#3b75af", "o", "task"),
-                 (True, "#d1495b", "D", f"quarantine candidate (environment + evaluation ≥ {threshold})"))
-        for flag, color, marker, label in kinds:
-            shown = [(x, y, n) for (x, y, q), n in points.items() if q is flag]
-            if shown:
-                xs, ys, ns = zip(*shown)
-                ax.scatter(xs, ys, s=[min(28 + 22 * (n - 1), 420) for n in ns], c=color, marker=marker, alpha=0.75,
-                           edgecolors="white", linewidths=0.8, label=label, zorder=3)
-        for (x, y, _), n in sorted(points.items(), key=lambda item: -item[1])[:30]:
-            if n > 1:
-                ax.annotate(f"{n:,}", (x, y), xytext=(6, 5), textcoords="offset points", fontsize=9, color="#1f2328")
-        ax.set_xlim(-0.05, 1.05)
-        ax.set_ylim(-0.05, 1.05)
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.set_xlabel("ineligible share of counted attempts")
-        ax.set_ylabel("success share of counted attempts")
-        title = "Per task: successes against ineligible attempts"
-        ax.set_title(title + (f"\n({empty:,} task{'s' if empty != 1 else ''} without attempts not shown)" if empty else ""))
-        ax.grid(alpha=0.3)
-        fig.legend(loc="outside lower center", fontsize=9, frameon=False)
-        _show_figure(fig, alt="Per task, the share of counted attempts that succeeded against the share that were "
-                              "not agent-eligible; quarantine candidates marked")
+        fig, narrow = _figure(5.6, 5.2), _figure(NARROW_WIDTH, 4.9)
+        _draw_health(fig, points, empty, threshold, narrow=False)
+        _draw_health(narrow, points, empty, threshold, narrow=True)
+        show_html(narrow_picture(_figure_html(fig, alt=alt), narrow))
+
+
+def _draw_health(fig, points: dict, empty: int, threshold: str, *, narrow: bool) -> None:
+    """The scatter of :func:`plot_health` on ``fig``; narrow: shorter labels, a two-line title."""
+    from matplotlib.ticker import PercentFormatter
+
+    ax = fig.subplots()
+    ax.plot([0, 1], [1, 0], ls="--", color="#8c959f", lw=1, label="every eligible attempt succeeded")
+    kinds = ((False, "#3b75af", "o", "task"),
+             (True, "#d1495b", "D", f"quarantine candidate ({'env. + eval.' if narrow else 'environment + evaluation'}"
+                                    f" ≥ {threshold})"))
+    for flag, color, marker, label in kinds:
+        shown = [(x, y, n) for (x, y, q), n in points.items() if q is flag]
+        if shown:
+            xs, ys, ns = zip(*shown)
+            scale = 0.6 if narrow else 1.0  # areas in points²: the same share of a smaller plot
+            ax.scatter(xs, ys, s=[scale * min(28 + 22 * (n - 1), 420) for n in ns], c=color, marker=marker,
+                       alpha=0.75, edgecolors="white", linewidths=0.8, label=label, zorder=3)
+    for (x, y, _), n in sorted(points.items(), key=lambda item: -item[1])[:30]:
+        if n > 1:
+            ax.annotate(f"{n:,}", (x, y), xytext=(6, 5), textcoords="offset points", fontsize=9, color="#1f2328")
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_ylim(-0.05, 1.05)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_xlabel("ineligible share of counted attempts")
+    ax.set_ylabel("success share of counted attempts")
+    title = "Per task: successes against\nineligible attempts" if narrow else "Per task: successes against ineligible attempts"
+    ax.set_title(title + (f"\n({empty:,} task{'s' if empty != 1 else ''} without attempts not shown)" if empty else ""))
+    ax.grid(alpha=0.3)
+    fig.legend(loc="outside lower center", fontsize=9, frameon=False)

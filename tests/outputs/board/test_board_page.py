@@ -137,7 +137,11 @@ def test_the_board_page(open_page, built, width, tmp_path):
     # the cost plot and the unpriced run named beside it
     assert page.locator("img[alt^='pass@1 against cost per attempt for 3 priced runs']").count() == 1
     assert page.get_by_text("Unpriced (some eligible attempt has no cost").inner_text().endswith("#3 gamma.")
-    assert page.locator("img[alt^='pass^j for j = 1 to 2 of 4 runs']").count() == 1
+    curve = page.locator("img[alt^='pass^j for j = 1 to 2 of 4 runs']")
+    assert curve.count() == 1
+    # at 420 px the figure drawn narrow (its own source, 360 px at full size), at 1400 px the wide one
+    narrow, shown = curve.evaluate("img => [img.currentSrc !== img.src, img.getBoundingClientRect().width]")
+    assert (narrow, 340 <= shown <= 360) == (True, True) if width < 600 else (narrow, shown > 600) == (False, True)
     left_out = page.locator("details.cbb-left-out")
     assert left_out.locator("bdi", has_text="only-in-gamma").count() == 1 and left_out.get_attribute("open") is None
     assert no_sideways_scroll(page)

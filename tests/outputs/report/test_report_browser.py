@@ -270,6 +270,10 @@ def test_nothing_overflows_at_420_px(open_page, request, fixture):
     ids = page.evaluate(f"""() => [...document.querySelectorAll('{EXPLORER} .cbx-open .cbx-id')].map(e =>
         [e.textContent, e.querySelectorAll('wbr').length])""")
     assert ids and all(n == len(re.findall(r"[._/:-](?=.)", text)) for text, n in ids), ids[:3]
+    # the health scatter is the figure drawn narrow (its own source, 360 px at full size): labels stay legible
+    scatter = page.evaluate("""() => [...document.querySelectorAll("picture.cb-pic img[alt^='Per task']")].map(i =>
+        [i.currentSrc !== i.src, i.getBoundingClientRect().width])""")
+    assert len(scatter) == 1 and scatter[0][0] and 340 <= scatter[0][1] <= 360, scatter
 
 
 @pytest.mark.parametrize("fixture", ["sample_report", "sim300_report"])
