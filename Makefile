@@ -9,6 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAMPLE := data/sample-run
 OUT ?= out/sample-run
+LOCKED := data/locked-run
 
 CHROMIUM ?= /usr/bin/chromium
 
@@ -29,7 +30,12 @@ venv: $(BIN)/capbench-nb
 demo: venv
 	$(BIN)/capbench-nb report $(SAMPLE) --out $(OUT)
 	$(BIN)/capbench-nb verify $(SAMPLE) --out $(OUT)
+	@# a run of a frozen suite (spec section 12): its lock, checked; some attempts drifted in preflight
+	$(BIN)/capbench-nb suite check $(LOCKED)
+	$(BIN)/capbench-nb report $(LOCKED) --out out/locked-run
+	$(BIN)/capbench-nb verify $(LOCKED) --out out/locked-run
 	@echo "report for the sample run: $(OUT)/report.html (with metrics.json, summary.md, report.ipynb)"
+	@echo "report for the locked sample run: out/locked-run/report.html (its 'Suite lock' section near the top)"
 
 browser:
 	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the page tests"; \

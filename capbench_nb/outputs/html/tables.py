@@ -60,11 +60,13 @@ def html_table(
     caption: str | None = None,
     scroll: bool = False,
     row_classes: list[str] | None = None,
+    key_value: bool = False,
 ) -> str:
     """An HTML table: headers and rows escaped cell by cell (:func:`cell`), ``numeric`` columns right-aligned.
 
     Each cell carries its column's header (``data-label``): on a narrow screen a row becomes a card of
-    ``header: value`` lines instead of a table wider than the screen.
+    ``header: value`` lines instead of a table wider than the screen; a ``key_value`` table (a name and its
+    value per row) becomes one ``name: value`` line per row instead.
     """
     num = ' class="num"'
     head = "".join(
@@ -78,7 +80,8 @@ def html_table(
                       for i, c in enumerate(cells))
         body.append(f"<tr{cls}>{tds}</tr>")
     cap = f"<caption>{html_escape(caption, max_len=None)}</caption>" if caption else ""
-    table = f'<table class="cb-table">{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    classes = "cb-table cb-kv" if key_value else "cb-table"
+    table = f'<table class="{classes}">{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     return f'<div class="cb-scroll">{table}</div>' if scroll else table
 
 
@@ -192,6 +195,10 @@ _STYLE = """
   .cb table.cb-table > tbody > tr > td[data-label]::before { content: attr(data-label) ": "; font-weight: 600;
       color: #57606a; }
   .cb table.cb-table tbody tr:nth-child(even) td { background: none; }
+  .cb table.cb-kv > tbody > tr { border: 0; border-radius: 0; margin: 0; padding: 1px 0; text-align: left; }
+  .cb table.cb-kv > tbody > tr > td { display: inline; width: auto; padding: 0 4px 0 0; }
+  .cb table.cb-kv > tbody > tr > td[data-label]::before { content: none; }
+  .cb table.cb-kv > tbody > tr > td:first-child::after { content: ":"; }
 }
 """ + f"@media {NARROW_MEDIA} {{ .cb picture.cb-pic img.cb-fig {{ width: auto; }} }}\n"  # the narrow figure's own width
 

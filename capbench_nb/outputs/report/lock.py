@@ -47,7 +47,7 @@ def _pins(lock: Mapping) -> str:
             rows.append([f"app {app.get('package')}", id_cell(_text(app.get("version_code", app.get("version"))))])
     if not rows:
         return paragraph("The lock pins no device, system image, device state or app.", "cb-note")
-    return html_table(["pin", "value"], rows, caption="Pins")
+    return html_table(["pin", "value"], rows, caption="Pins", key_value=True)
 
 
 def _probe_text(probe: Any) -> Raw:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+import capbench_nb as cb
 from capbench_nb.outputs.report.lock import lock_html
 from capbench_nb.records.drift import Drift
-from conftest import HOSTILE_TEXTS
+from conftest import HOSTILE_TEXTS, REPO
 
 DIGEST = "sha256:" + "ab" * 32
 LOCK = {"digest": DIGEST, "platform": {"device": "pixel_6", "system_image": {"api": 33, "tag": "google_apis",
@@ -72,3 +73,32 @@ def test_the_section_in_chromium(tmp_path, open_page):
     assert page.locator("a.cb-task-link").inner_text() == "<b>t1</b>"
     assert "<img src=x onerror=alert(1)>" in page.locator("table").last.inner_text()
     assert visit.errors == [] and visit.dialogs == [] and visit.requests == []
+
+
+@pytest.mark.parametrize("width", [1400, 420])
+def test_the_bundled_locked_run_at_1400_and_420_px(tmp_path, open_page, width):
+    """data/locked-run's section as the report shows it (show_lock's inputs, the report's stylesheet): its pins
+    one line each at 420 px, its six drifted attempts with the probe that failed, nothing cut at the side."""
+    from capbench_nb.outputs.html.tables import report_style_html
+
+    run = cb.load_run(REPO / "data" / "locked-run")
+    doc = cb.compute_metrics(run)
+    positions = {t: i for i, t in enumerate(run.plan["task_id"].tolist())}
+    html = lock_html(doc, run.lock_copy, run.drifts, positions)
+    page_file = tmp_path / "page.html"
+    page_file.write_text(f'<!doctype html><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+                         f'{report_style_html()}<div class="cb">{html}</div>', encoding="utf-8")
+    visit = open_page(page_file, width=width)
+    page = visit.page
+    assert visit.errors == [] and visit.requests == []
+    assert page.locator(".cb-lock-findings").count() == 0  # the run meets its lock
+    pins = page.locator("table.cb-kv tbody tr")
+    assert pins.count() == 13 and pins.first.locator("td").all_inner_texts() == ["device", "pixel_6"]
+    after = page.evaluate("() => getComputedStyle(document.querySelector('table.cb-kv td'), '::after').content")
+    assert after == ('":"' if width < 760 else "none")  # at 420 px: "device: pixel_6" on one line
+    heights = pins.evaluate_all("rows => rows.map(r => r.getBoundingClientRect().height)")
+    assert max(heights) < 30, heights  # one line per pin, at either width
+    drifted = page.locator("table:not(.cb-kv) tbody tr")
+    assert drifted.count() == 6 and "expected en-US, observed en-US-drifted" in drifted.first.inner_text()
+    assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+    page.screenshot(path=str(tmp_path / f"lock-{width}.png"), full_page=True)

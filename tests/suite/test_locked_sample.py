@@ -1,0 +1,152 @@
+"""The bundled locked sample (data/locked-run, scripts/make_locked_run.py): the script's output byte for byte,
+a lock with AndroidWorld-style pins that its run meets; two runs of one lock compare with no warning, a run
+of a moved lock with the `lock` warning (`--allow-diff lock`); and every bad lock or preflight is one line,
+exit 2, with nothing written and nothing under RUN_DIR changed (issue 25)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import REPO, cli, tree_hashes
+
+LOCKED_RUN = REPO / "data" / "locked-run"
+SECRET = "tok-3f9a-never-printed"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("make_locked_run", REPO / "scripts" / "make_locked_run.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_the_bundled_locked_run_is_the_scripts_output_and_meets_its_lock(tmp_path):
+    assert _script().main(["make_locked_run.py", str(tmp_path / "run")]) == 0
+    assert tree_hashes(tmp_path / "run") == tree_hashes(LOCKED_RUN), "regenerate: python scripts/make_locked_run.py"
+    lock = json.loads((LOCKED_RUN / "suite.lock.json").read_text())
+    assert json.loads((LOCKED_RUN / "manifest.json").read_text())["suite"]["lock"] == lock["digest"]
+    assert lock["platform"]["device"] == "pixel_6" and lock["platform"]["system_image"]["api"] == 33
+    assert lock["device_state"]["network"] == "offline" and lock["device_state"]["datetime"].endswith("Z")
+    assert len(lock["apps"]) == 5 and all(a["version_code"] > 0 and a["apk_sha256"] for a in lock["apps"])
+    assert len(lock["tasks"]) == 12 and all(isinstance(t["seed"], int) for t in lock["tasks"])
+    rc, out, err = cli("suite", "check", LOCKED_RUN)
+    assert (rc, out) == (0, "") and "0 finding(s); 6 drifted attempt(s) in 6 task(s)" in err
+    records = [json.loads(line) for line in (LOCKED_RUN / "results.jsonl").read_text().splitlines()]
+    drifted = [r for r in records if any(e.startswith("attempt.json#/preflight") for e in r["evidence"])]
+    assert len(drifted) == 6 and all((r["failure_class"], r["agent_eligible"], r["failure_stage"])
+                                     == ("environment", False, "setup") for r in drifted)
+
+
+def _run_of(tmp_path, name: str, lock_file, seed: int):
+    run = tmp_path / name
+    assert cli("simulate", "--tasks", 12, "--repeats", 3, "--seed", seed, "--artifacts", "--lock", lock_file,
+               "--drift", 0.1, "--out", run)[0] == 0
+    assert cli("ingest", run)[0] == 0
+    return run
+
+
+def test_two_runs_of_one_lock_compare_cleanly_and_a_moved_lock_warns(tmp_path):
+    same = _run_of(tmp_path, "same", LOCKED_RUN / "suite.lock.json", seed=5)
+    rc, _, err = cli("compare", LOCKED_RUN, same, "--out", tmp_path / "c1", "--strict", "--skip-evidence")
+    doc = json.loads((tmp_path / "c1" / "comparison.json").read_text())
+    assert rc == 0 and doc["compatibility"]["warnings"] == [] and "warning" not in err  # no suite, no lock
+    # the suite moves to a new clock app: a new lock, and its runs differ from the old ones in that one pin
+    spec = json.loads((LOCKED_RUN / "suite.lock.json").read_text())
+    del spec["digest"]
+    next(a for a in spec["apps"] if a["package"] == "com.google.android.deskclock")["version_code"] = 71104
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    assert cli("suite", "lock", tmp_path / "spec.json", "--out", tmp_path / "new.lock.json")[0] == 0
+    moved = _run_of(tmp_path, "moved", tmp_path / "new.lock.json", seed=5)
+    rc, _, err = cli("compare", LOCKED_RUN, moved, "--out", tmp_path / "c2", "--strict", "--skip-evidence")
+    warnings = json.loads((tmp_path / "c2" / "comparison.json").read_text())["compatibility"]["warnings"]
+    assert rc == 1 and [w["code"] for w in warnings] == ["lock"]
+    assert warnings[0]["details"]["paths"] == ["/apps/com.google.android.deskclock/version_code"]
+    rc, _, err = cli("compare", LOCKED_RUN, moved, "--out", tmp_path / "c3", "--strict", "--allow-diff", "lock",
+                     "--skip-evidence")
+    assert rc == 0 and "(allowed by --allow-diff)" in err
+
+
+def _lock_spec() -> dict:
+    spec = json.loads((LOCKED_RUN / "suite.lock.json").read_text())
+    del spec["digest"]
+    return spec
+
+
+def _bad_lock(tmp_path, case: str):
+    """(argv, rule) for a bad lock given to ``suite lock SPEC`` or ``suite check RUN --lock``."""
+    spec, path = _lock_spec(), tmp_path / "bad.json"
+    if case == "not-json":
+        path.write_text("{apps: [unclosed\n")
+        return ("suite", "lock", path), "lock-json"
+    if case == "schema":
+        spec["schema_version"] = "capbench.suite-lock/2"
+    elif case == "missing":
+        del spec["run_policy"]
+    elif case == "task-twice":
+        spec["tasks"].append(spec["tasks"][0])
+    elif case == "package-twice":
+        spec["apps"].append(spec["apps"][0])
+    elif case == "secret":
+        spec["accounts"][0]["credential"] = SECRET
+    elif case == "digest":
+        lock = json.loads((LOCKED_RUN / "suite.lock.json").read_text())
+        lock["device_state"]["locale"] = "en-GB"  # edited after locking: the digest no longer matches
+        path.write_text(json.dumps(lock))
+        return ("suite", "check", "RUN", "--lock", path), "lock-digest-mismatch"
+    elif case == "huge":
+        with open(path, "wb") as fh:  # sparse: 100 MiB and one byte, never read
+            fh.truncate((100 << 20) + 1)
+        return ("suite", "check", "RUN", "--lock", path), "lock-too-large"
+    path.write_text(json.dumps(spec))
+    rules = {"schema": "lock-schema-version", "missing": "lock-run-policy", "task-twice": "lock-task-id-duplicate",
+             "package-twice": "lock-app-duplicate", "secret": "lock-secret"}
+    return ("suite", "lock", path), rules[case]
+
+
+@pytest.mark.parametrize("case", ["not-json", "schema", "missing", "task-twice", "package-twice", "secret", "digest",
+                                  "huge"])
+def test_a_bad_lock_is_one_line_exit_2_nothing_written(tmp_path, case):
+    run = tmp_path / "run"
+    shutil.copytree(LOCKED_RUN, run)
+    before = tree_hashes(run)
+    argv, rule = _bad_lock(tmp_path, case)
+    argv = tuple(run if a == "RUN" else a for a in argv)
+    out = tmp_path / "out.json"
+    rc, stdout, err = cli(*argv, *(("--out", out) if argv[1] == "lock" else ()))
+    assert rc == 2 and stdout == "" and len(err.strip().splitlines()) == 1 and f"[rule: {rule}]" in err, err
+    assert "Traceback" not in err and SECRET not in err and not out.exists()
+    assert tree_hashes(run) == before
+
+
+@pytest.mark.parametrize("case", ["lock-copy", "preflight-type", "probe-name"])
+def test_a_bad_run_of_a_lock_is_one_line_exit_2_and_the_run_unchanged(tmp_path, case):
+    run = tmp_path / "run"
+    shutil.copytree(LOCKED_RUN, run)
+    attempt = run / "attempts" / "clock.alarm.create" / "1" / "attempt.json"
+    if case == "lock-copy":
+        manifest = json.loads((run / "manifest.json").read_text())
+        manifest["suite"]["lock"] = "sha256:" + "0" * 64
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        commands, rule = [("suite", "check", run), ("metrics", run, "--out", tmp_path / "m"),
+                          ("report", run, "--out", tmp_path / "r")], "lock-copy"
+    else:
+        doc = json.loads(attempt.read_text())
+        if case == "preflight-type":
+            doc["preflight"] = ["locale", "en-US"]
+        else:
+            del doc["preflight"]["probes"][0]["name"]
+        attempt.write_text(json.dumps(doc))
+        commands, rule = [("ingest", run, "--force")], None  # --force: results.jsonl is there, and stays
+    before = tree_hashes(run)
+    for argv in commands:
+        rc, stdout, err = cli(*argv)
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert rule is None or f"[rule: {rule}]" in err
+        assert case == "lock-copy" or "attempt.json" in err and "/preflight" in err, err
+        assert tree_hashes(run) == before
+    assert not any(os.path.exists(tmp_path / name) for name in ("m", "r"))
