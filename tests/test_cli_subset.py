@@ -101,3 +101,38 @@ def test_subset_task_missing_from_the_estimated_run(runs, tmp_path):
     rc, _, err = cli("suite", "estimate", small, "--subset", out / "subset.json", "--out", tmp_path / "e")
     assert rc == 2 and "missing from the run's plan" in one_error_line(err)
     assert not (tmp_path / "e").exists()
+
+
+def test_size_below_one_and_a_strata_that_is_not_a_label(runs, tmp_path):
+    rc, _, err = cli("suite", "select", *runs, "--size", "0", "--out", tmp_path / "o", "--no-html")
+    assert rc == 2 and "--size: must be at least 1" in one_error_line(err)
+    rc, _, err = cli("suite", "select", *runs, "--size", "5", "--strata", "nope", "--out", tmp_path / "o", "--no-html")
+    assert rc == 2 and "--strata 'nope'" in one_error_line(err) and "[rule: subset]" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_runs_with_no_eligible_attempt_on_most_tasks(tmp_path):
+    plan = [(f"t{i:02d}", 3) for i in range(20)]
+    paths = [write_run(tmp_path / f"r{j}", manifest(plan), outcomes(
+        {t: ("SAS" if j else "ASA") if i < 4 else "EEE" for i, (t, _) in enumerate(plan)})) for j in range(3)]
+    rc, _, err = cli("suite", "select", *paths, "--size", "3", "--out", tmp_path / "o", "--no-html")
+    line = one_error_line(err)
+    assert rc == 2 and "4 of 20" in line, line
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("damage", ["schema", "unknown-task"])
+def test_a_subset_of_another_schema_or_with_unknown_tasks(runs, tmp_path, damage):
+    out = tmp_path / "sub"
+    assert cli("suite", "select", *runs, "--size", "5", "--out", out, "--no-html")[0] == 0
+    doc = json.loads((out / "subset.json").read_text(encoding="utf-8"))
+    if damage == "schema":
+        doc["schema_version"] = "capbench.subset/9"
+    else:
+        doc["tasks"][0] = "no.such.task"
+    (tmp_path / "bad.json").write_text(json.dumps(doc), encoding="utf-8")
+    rc, _, err = cli("suite", "estimate", runs[0], "--subset", tmp_path / "bad.json", "--out", tmp_path / "e")
+    line = one_error_line(err)
+    assert rc == 2 and "[rule: subset]" in line
+    assert ("capbench.subset/1" in line) if damage == "schema" else ("'no.such.task'" in line)
+    assert not (tmp_path / "e").exists()

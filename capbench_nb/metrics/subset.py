@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -169,17 +170,28 @@ def check_inputs(runs: Sequence[Run], size: int) -> None:
         raise _error(f"--size {size} must be at least 1 and below the {common} common tasks")
 
 
+def _check_data(runs: Sequence[Run], out: Outcomes) -> None:
+    """Each run has an eligible attempt (1..k) on most common tasks: the fit and the validation rest on them."""
+    for run, n in zip(runs, out.n):
+        with_data = int(np.count_nonzero(n))
+        if 2 * with_data <= len(out.tasks):
+            raise _error(f"run {run.run_id!r} has an eligible attempt on only {with_data} of {len(out.tasks)} common "
+                         "tasks; a subset is chosen from the runs' outcomes and needs them on most tasks",
+                         "" if run.path is None else Path(run.path) / "results.jsonl")
+
+
 def select_subset(runs: Sequence[Run], *, size: int, strata: str | None = None, seed: int = 0) -> dict:
     """The subset.json document of spec section 13 (without files; a pure function of the runs).
 
     Raises
     ------
     InvalidRunError
-        Fewer than 3 runs, runs of different suites, ``size`` not below the common tasks, or a
-        ``strata`` dimension the first run's plan lacks.
+        Fewer than 3 runs, runs of different suites, ``size`` not below the common tasks, a run with an
+        eligible attempt on at most half the common tasks, or a ``strata`` dimension the first run's plan lacks.
     """
     check_inputs(runs, size)
     out = run_outcomes(runs, strata=strata)
+    _check_data(runs, out)
     counts = dict(pd.Series(out.strata).value_counts(sort=False))
     counts = {v: int(counts[v]) for v in dict.fromkeys(out.strata)}
     quotas = apportion(counts, size)
