@@ -102,6 +102,7 @@ def add_subset_parsers(sub) -> None:
     p.add_argument("run_dir", metavar="RUN", help="a run that plans every subset task")
     p.add_argument("--subset", required=True, metavar="SUBSET", help="subset.json, or the directory holding it")
     p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: RUN)")
+    p.add_argument("--quiet", action="store_true", help="print only the path of estimate.json, not the estimate")
     p.set_defaults(subset_handler=_cmd_suite_estimate)
 
 
@@ -131,9 +132,12 @@ def _cmd_suite_select(args: argparse.Namespace) -> int:
 
 def _cmd_suite_estimate(args: argparse.Namespace) -> int:
     from capbench_nb.metrics.subset import estimate_run
-    from capbench_nb.outputs.subset.files import read_subset, write_estimate
+    from capbench_nb.outputs.subset.files import estimate_line, read_subset, write_estimate
     from capbench_nb.records.run import load_run
 
     subset = read_subset(args.subset)
-    print(write_estimate(estimate_run(load_run(args.run_dir), subset), args.out or args.run_dir))
+    doc = estimate_run(load_run(args.run_dir), subset)
+    print(write_estimate(doc, args.out or args.run_dir))
+    if not args.quiet:
+        print(estimate_line(doc))
     return EXIT_OK

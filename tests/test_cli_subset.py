@@ -42,6 +42,12 @@ def test_select_then_estimate(runs, tmp_path):
     assert (out / "subset.json").read_bytes() == first
     rc, stdout, err = cli("suite", "estimate", runs[0], "--subset", out, "--out", tmp_path / "est")
     assert rc == 0, err
+    path, line = stdout.splitlines()
+    est = json.loads((tmp_path / "est" / "estimate.json").read_text(encoding="utf-8"))["pass@1"]
+    assert path == str(tmp_path / "est" / "estimate.json")
+    assert line.startswith(f"pass@1 on the subset: {100 * est['subset']['value']:.1f}% ")
+    assert f"estimated full-suite pass@1: {100 * est['full_suite']['value']:.1f}% [" in line
+    assert cli("suite", "estimate", runs[0], "--subset", out, "--out", tmp_path / "est", "--quiet")[1] == path + "\n"
     first_estimate = (tmp_path / "est" / "estimate.json").read_bytes()
     assert cli("suite", "estimate", runs[0], "--subset", out / "subset.json", "--out", tmp_path / "est")[0] == 0
     assert (tmp_path / "est" / "estimate.json").read_bytes() == first_estimate  # seeded draws: the same bytes

@@ -53,8 +53,9 @@ def test_the_five_files(built):
     assert json.loads(written)["suite"]["version"] == "2026.11+subset4"
 
 
-def test_the_subset_page(open_page, built):
-    visit = open_page(built["out"] / "subset.html")
+@pytest.mark.parametrize("width", [1400, 420])
+def test_the_subset_page(open_page, built, width):
+    visit = open_page(built["out"] / "subset.html", width=width)
     page = visit.page
     assert visit.requests == [] and visit.errors == [] and visit.dialogs == []
     assert page.evaluate("window.__pwned") is None
@@ -65,3 +66,12 @@ def test_the_subset_page(open_page, built):
     assert rows.count() == 1 + 4
     assert HOSTILE in tables.nth(3).inner_text() and RUN_ID in tables.nth(2).inner_text()
     assert page.locator('img[alt^="leave-one-run-out estimates"]').count() == 1
+    # at 420 px: nothing wider than the page but the tasks table's own scroller (with its cue), the figure narrow
+    assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+    assert page.locator(".cbs-cue").is_visible() is (width < 600)
+    narrow, shown = page.locator('img[alt^="leave-one-run-out estimates"]').evaluate(
+        "img => [img.currentSrc !== img.src, img.getBoundingClientRect().width]")
+    assert narrow is (width < 600) and (shown <= 360 if narrow else shown > 500)
+    lines = page.locator("table.cbs-facts th").evaluate_all("""ths => ths.map(t => {
+        const r = document.createRange(); r.selectNodeContents(t); return r.getClientRects().length; })""")
+    assert lines == [1] * 5  # each name ("strata by app") on one line, not broken inside a word

@@ -22,7 +22,7 @@ from capbench_nb.outputs.html.escaping import md_escape
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
 __all__ = ["SUBSET_FILE", "SUBSET_MARKDOWN", "ESTIMATE_FILE", "LOCK_FILE", "subset_markdown", "write_subset",
-           "read_subset", "read_handed", "write_estimate"]
+           "read_subset", "read_handed", "write_estimate", "estimate_line"]
 
 SUBSET_FILE = "subset.json"
 SUBSET_MARKDOWN = "subset.md"
@@ -106,3 +106,14 @@ def write_estimate(doc: dict, out_dir: str | os.PathLike) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return write_atomic(out / ESTIMATE_FILE, dumps(doc))
+
+
+def estimate_line(doc: dict) -> str:
+    """estimate.json in one line: the run's pass@1 on the subset tasks, and the estimated full-suite pass@1."""
+    rates = doc["pass@1"]
+    subset, full = rates["subset"], rates["full_suite"]
+    on_subset = ("n/a (no eligible task)" if subset["value"] is None else
+                 f"{fmt_pct(subset['value'])} ({subset['successes']}/{subset['n']} tasks) "
+                 f"{fmt_interval(subset['ci_low'], subset['ci_high'])}")
+    return (f"pass@1 on the subset: {on_subset}; estimated full-suite pass@1: {fmt_pct(full['value'])} "
+            f"{fmt_interval(full['ci_low'], full['ci_high'])} ({full['method']})")

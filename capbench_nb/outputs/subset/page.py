@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from capbench_nb.outputs.html.images import figure_image
 from capbench_nb.outputs.html.assets import PAGE_CSS
+from capbench_nb.outputs.html.images import NARROW_MEDIA, NARROW_WIDTH, figure_image, narrow_picture
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
@@ -21,7 +21,10 @@ _CSS = """
 .cbs table { border-collapse: collapse; margin: 0.5em 0; }
 .cbs th, .cbs td { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
 .cbs td.id, .cbs th.id { text-align: left; font-family: monospace; }
-"""
+.cbs table.cbs-facts th { white-space: nowrap; vertical-align: top; }
+.cbs .cbs-scroll { overflow-x: auto; max-width: 100%; }
+.cbs .cbs-cue { display: none; color: #555; font-size: 12.5px; margin: 0.2em 0; }
+""" + f"@media {NARROW_MEDIA} {{ .cbs .cbs-cue {{ display: block; }} }}\n"
 
 
 def style_html() -> str:
@@ -43,7 +46,7 @@ def header_html(doc: dict) -> str:
         facts.append((f"strata by {dim}", ", ".join(f"{v} {n}" for v, n in counts.items())))
     rows = "".join(f'<tr><th class="id">{html_escape(k)}</th><td class="id">{html_escape(v, max_len=2000)}</td></tr>'
                    for k, v in facts)
-    return f'<div class="cbs cbc"><h1>Representative subset</h1><table>{rows}</table></div>'
+    return f'<div class="cbs cbc"><h1>Representative subset</h1><table class="cbs-facts">{rows}</table></div>'
 
 
 def validation_html(doc: dict) -> str:
@@ -63,15 +66,22 @@ def validation_html(doc: dict) -> str:
 
 
 def loo_figure(doc: dict) -> Any:
-    """The leave-one-run-out estimates (with their 95% intervals) against the full-suite pass@1."""
-    import matplotlib
+    """The leave-one-run-out estimates (with their 95% intervals) against the full-suite pass@1; on a narrow page
+    the same figure drawn narrow (:func:`~capbench_nb.outputs.html.images.narrow_picture`)."""
+    from IPython.display import HTML
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    fig, narrow = Figure(figsize=(5.5, 5), layout="constrained"), Figure(figsize=(NARROW_WIDTH, 3.6), layout="constrained")
+    for figure in (fig, narrow):
+        _draw_loo(figure, doc)
+    image = figure_image(fig, alt="leave-one-run-out estimates with 95% intervals against the full-suite pass@1")
+    return HTML(narrow_picture(image.data, narrow))
 
+
+def _draw_loo(fig, doc: dict) -> None:
     runs = [e for e in doc["validation"]["leave_one_run_out"]["runs"] if e["full_suite"] is not None]
     names = [e["run_id"] for e in doc["from_runs"]]
-    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax = fig.add_subplot()
     ax.plot([0, 1], [0, 1], color="#999", lw=1, ls="--", label="estimate = full suite")
     for e in runs:
         ax.errorbar(e["full_suite"], e["estimate"], yerr=[[e["estimate"] - e["ci_low"]], [e["ci_high"] - e["estimate"]]],
@@ -83,10 +93,6 @@ def loo_figure(doc: dict) -> Any:
     ax.set_xlabel("full-suite pass@1 (common tasks)")
     ax.set_ylabel(f"estimate from the {doc['size']} chosen tasks")
     ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    image = figure_image(fig, alt="leave-one-run-out estimates with 95% intervals against the full-suite pass@1")
-    plt.close(fig)
-    return image
 
 
 def tasks_html(doc: dict) -> str:
@@ -97,4 +103,5 @@ def tasks_html(doc: dict) -> str:
     rows = "".join(f'<tr><td class="id">{html_escape(e["task_id"])}</td><td class="id">{html_escape(e["stratum"])}</td>'
                    f'<td>{e["difficulty"]:.2f}</td>' + "".join(f"<td>{fmt_pct(p)}</td>" for p in e["pass_rate"]) + "</tr>"
                    for e in doc["chosen"])
-    return f'<div class="cbs"><table>{head}{rows}</table></div>'
+    cue = '<p class="cbs-cue">Scroll the table sideways: one column per input run →</p>'
+    return f'<div class="cbs">{cue}<div class="cbs-scroll"><table class="cbs-tasks">{head}{rows}</table></div></div>'
