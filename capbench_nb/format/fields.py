@@ -384,7 +384,7 @@ ARTIFACT = (
     _a(ATTEMPT, "/preflight/probes", "array", nullable=True, items="object",
        description="name, expected, observed; fails when observed != expected (JSON equality)"),
     _a(ATTEMPT, "/preflight/probes/*/name", "string", required=True,
-       description="what the probe checked, e.g. /platform/locale; names its evidence line"),
+       description="what the probe checked, e.g. locale (a device_state pin); names its evidence line"),
     _a(EPISODE, "", "object", required=True, description="the document"),
     _a(EPISODE, "/run_metrics", "object", nullable=True),
     *(_a(EPISODE, f"/run_metrics/{t.name}", t.json_type, nullable=True, **_SAFE)

@@ -76,7 +76,7 @@ SECRET_PREFIXES = ("env:", "file:", "vault:")
 
 #: Every rule id of the lock (spec section 12), with what it refuses.
 LOCK_CHECKS = (
-    ("lock-json", "the lock is valid UTF-8 JSON (or YAML for suite lock), without NaN or Infinity"),
+    ("lock-json", "the lock is valid UTF-8 JSON (or YAML for suite lock); a NaN or Infinity token is json-nan"),
     ("lock-unreadable", "the lock is a readable regular file"),
     ("lock-too-large", "the lock is at most MAX_LOCK_BYTES"),
     ("lock-type", "the lock is an object"),

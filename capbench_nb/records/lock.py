@@ -244,7 +244,7 @@ def lock_problems(doc: Any, file: str, *, digest_required: bool = True) -> list[
         problems.append(InvalidRunError(file, "lock-canonical", f"the lock has no RFC 8785 canonical form: {exc}"))
         return problems
     if isinstance(doc.get("digest"), str) and doc["digest"] != digest:
-        problems.append(InvalidRunError(file, "lock-digest-mismatch", f"digest is {short(doc['digest'])}, but the "
+        problems.append(InvalidRunError(file, "lock-digest-mismatch", f"digest is {doc['digest'][:80]!r}, but the "
                                         f"lock's canonical form hashes to {digest}", pointer="/digest"))
     return problems
 
