@@ -114,3 +114,15 @@ def test_a_run_copy_with_another_digest_is_invalid(tmp_path):
     for argv in (("suite", "check", run), ("metrics", run, "--out", tmp_path / "o")):
         rc, _, err = cli(*argv)
         assert rc == 2 and "[rule: lock-copy]" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_copy_in_a_run_that_names_no_lock_is_invalid_for_every_command(tmp_path):
+    run, _ = locked_sample(tmp_path)
+    doc = json.loads((run / "manifest.json").read_text())
+    del doc["suite"]["lock"]  # the manifest lost its lock; the copy stays
+    (run / "manifest.json").write_text(json.dumps(doc))
+    for argv in (("suite", "check", run), ("metrics", run, "--out", tmp_path / "o"), ("report", run, "--out", tmp_path / "o")):
+        rc, _, err = cli(*argv)
+        assert rc == 2 and "[rule: lock-copy]" in err and "names suite.lock none" in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

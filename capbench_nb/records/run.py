@@ -287,6 +287,6 @@ def load_run(path: str | os.PathLike, *, strict: bool = True, skip_evidence: boo
         strict=strict,
         evidence_checked=not skip_evidence,
         selection=selection,
-        lock_copy=read_lock_copy(run_dir, manifest) if locked else None,
+        lock_copy=read_lock_copy(run_dir, manifest),  # a copy in a run naming no lock is invalid too (spec 12)
         drifts=read_drifts(run_dir, records, manifest) if locked else (),
     )

@@ -72,8 +72,8 @@ class LockCheck:
 def lock_at_hand(run: Run, lock_path: str | os.PathLike | None = None) -> Lock | None:
     """The lock to check a run against (``suite check``): ``lock_path``, else the run's copy, else None.
 
-    A run that names a lock has its copy read and checked by ``load_run`` (:attr:`Run.lock_copy`); a
-    copy in a run that names none is read here, and is invalid (``lock-copy``).
+    ``load_run`` reads and checks the run's copy (:attr:`Run.lock_copy`; a copy in a run that names no lock is
+    invalid, ``lock-copy``); a run made otherwise (a store's, a test's) has its copy read here.
 
     Raises
     ------

@@ -102,15 +102,13 @@ def test_the_run_copy_must_carry_the_named_digest(tmp_path):
     assert info.value.rule == "lock-copy" and info.value.file == str(path / "suite.lock.json")
 
 
-def test_a_copy_in_a_run_that_names_no_lock_is_invalid_for_suite_check(tmp_path):
+def test_a_copy_in_a_run_that_names_no_lock_is_invalid(tmp_path):
     lock = make()
     path = run_of(tmp_path, None)
     (path / "suite.lock.json").write_text(dumps_lock(lock), encoding="utf-8")
-    run = load_run(path)
-    assert run.lock_copy is None and run.drifts == ()  # nothing named, nothing read
-    with pytest.raises(InvalidRunError) as info:
-        lock_at_hand(run)
-    assert info.value.rule == "lock-copy"
+    with pytest.raises(InvalidRunError) as info:  # load_run: for every command, not suite check alone
+        load_run(path)
+    assert info.value.rule == "lock-copy" and "names suite.lock none" in str(info.value)
 
 
 def test_metrics_json_lock_block(tmp_path):
