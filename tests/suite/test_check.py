@@ -11,7 +11,7 @@ import pytest
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.records.run import load_run
-from capbench_nb.suite.check import check_run, lock_at_hand, lock_document
+from capbench_nb.suite.check import check_run, lock_document
 from capbench_nb.records.lock import check_lock, dumps_lock, make_lock
 from conftest import SAMPLE_RUN, attempt_doc, manifest, record, write_attempt, write_run
 
