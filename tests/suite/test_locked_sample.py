@@ -51,10 +51,12 @@ def _run_of(tmp_path, name: str, lock_file, seed: int):
 
 
 def test_two_runs_of_one_lock_compare_cleanly_and_a_moved_lock_warns(tmp_path):
+    from capbench_nb.metrics.compatibility import blocking_warnings, compatibility_warnings
+    from capbench_nb.records.run import load_run
+
+    sample = load_run(LOCKED_RUN)
     same = _run_of(tmp_path, "same", LOCKED_RUN / "suite.lock.json", seed=5)
-    rc, _, err = cli("compare", LOCKED_RUN, same, "--out", tmp_path / "c1", "--strict", "--skip-evidence")
-    doc = json.loads((tmp_path / "c1" / "comparison.json").read_text())
-    assert rc == 0 and doc["compatibility"]["warnings"] == [] and "warning" not in err  # no suite, no lock
+    assert compatibility_warnings(sample, load_run(same)) == []  # no suite warning, no lock warning
     # the suite moves to a new clock app: a new lock, and its runs differ from the old ones in that one pin
     spec = json.loads((LOCKED_RUN / "suite.lock.json").read_text())
     del spec["digest"]
@@ -62,13 +64,14 @@ def test_two_runs_of_one_lock_compare_cleanly_and_a_moved_lock_warns(tmp_path):
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     assert cli("suite", "lock", tmp_path / "spec.json", "--out", tmp_path / "new.lock.json")[0] == 0
     moved = _run_of(tmp_path, "moved", tmp_path / "new.lock.json", seed=5)
-    rc, _, err = cli("compare", LOCKED_RUN, moved, "--out", tmp_path / "c2", "--strict", "--skip-evidence")
-    warnings = json.loads((tmp_path / "c2" / "comparison.json").read_text())["compatibility"]["warnings"]
-    assert rc == 1 and [w["code"] for w in warnings] == ["lock"]
+    warnings = compatibility_warnings(sample, load_run(moved))
+    assert [w["code"] for w in warnings] == ["lock"] and blocking_warnings(warnings, ()) == warnings  # --strict: 1
     assert warnings[0]["details"]["paths"] == ["/apps/com.google.android.deskclock/version_code"]
-    rc, _, err = cli("compare", LOCKED_RUN, moved, "--out", tmp_path / "c3", "--strict", "--allow-diff", "lock",
+    rc, _, err = cli("compare", LOCKED_RUN, moved, "--out", tmp_path / "c", "--strict", "--allow-diff", "lock",
                      "--skip-evidence")
-    assert rc == 0 and "(allowed by --allow-diff)" in err
+    assert rc == 0 and "warning: [lock] (allowed by --allow-diff)" in err and "/version_code" in err
+    doc = json.loads((tmp_path / "c" / "comparison.json").read_text())
+    assert doc["compatibility"]["warnings"] == json.loads(json.dumps(warnings))
 
 
 def _lock_spec() -> dict:
