@@ -84,6 +84,23 @@ class Campaign:
         """runs.parquet: one row per run (section 14's columns and the read-back ones)."""
         return self.store.runs
 
+    def latest(self, by: str = "model") -> list[str]:
+        """The run_id of the latest run of each value of the runs.parquet column ``by``, in store order.
+
+        Latest is the greatest ``created_at`` read as a point in time (ISO 8601, offsets honoured, a time
+        without one taken as UTC); a run whose ``created_at`` is null or not ISO 8601 is older than every
+        dated run; at equal times the run later in store order wins.  A null ``by`` (a run without
+        ``config.model``) is a value of its own.  ``c.board(c.latest())`` is the board of each model's latest run.
+        """
+        runs = self.runs
+        if by not in runs.columns:
+            raise ValueError(f"by must be a column of runs.parquet ({', '.join(runs.columns)}), not {by!r}")
+        frame = pd.DataFrame({"key": runs[by].astype(object).where(runs[by].notna(), None),
+                              "when": pd.to_datetime(runs["created_at"], utc=True, errors="coerce", format="ISO8601"),
+                              "position": range(len(runs))})
+        last = frame.sort_values(["when", "position"], na_position="first").groupby("key", dropna=False).tail(1)
+        return [self.run_ids[i] for i in sorted(last["position"])]
+
     def run(self, run_id: str) -> Run:
         """The run ``run_id`` read from Parquet: the :class:`Run` ``load_run`` gives from its directory."""
         return read_run(self.store, run_id)

@@ -115,3 +115,27 @@ def test_unknown_engine_and_store(tmp_path, store):
     with pytest.raises(cb.InvalidRunError) as exc:
         cb.campaign(store).run("missing")
     assert exc.value.rule == "campaign-unknown-run"
+
+
+def test_latest_run_per_model_by_created_at(tmp_path):
+    # (run_id, model, created_at) in store order: times compared as instants, offsets honoured; an undated run is
+    # older than a dated one; equal instants go to the later run in the store; no model is a model of its own
+    stamps = [("a-old", "m-a", "2026-09-01T10:00:00Z"), ("b-undated", "m-b", None),
+              ("a-new", "m-a", "2026-09-02T01:00:00+02:00"),  # 2026-09-01T23:00Z: later than a-old
+              ("b-dated", "m-b", "2026-01-01T00:00:00Z"), ("a-late-offset", "m-a", "2026-09-02T08:00:00+09:00"),
+              ("none-1", None, "2026-10-01T00:00:00Z"), ("a-tie", "m-a", "2026-09-01T23:00:00Z"),
+              ("none-2", None, "not a date"), ("c-only", "m-c", "garbage")]
+    runs = []
+    for i, (rid, model, created) in enumerate(stamps):
+        doc = manifest([("t1", 1)])
+        doc.update(run_id=rid, created_at=created, config={"model": model} if model else {})
+        runs.append(write_run(tmp_path / f"r{i}", doc, [record("t1", 1, "S")]))
+    c = cb.campaign(export_campaign(runs, tmp_path / "s"))
+    # m-a: a-new and a-tie are the same instant (a-late-offset is 2026-09-01T23:00Z too, earlier in the store)
+    assert c.latest() == ["b-dated", "none-1", "a-tie", "c-only"]
+    assert c.latest(by="suite_name") == ["none-1"]  # one suite: the latest run of the store
+    assert c.latest("status") == c.latest(by="suite_name")
+    with pytest.raises(ValueError, match="column of runs.parquet"):
+        c.latest(by="provider")
+    board = c.board(c.latest(), resamples=0)
+    assert [r["run_id"] for r in board["runs"]] == ["b-dated", "none-1", "a-tie", "c-only"]
