@@ -12,8 +12,9 @@ records); :func:`export_eee` writes both under DIR:
 - One instance row per counted attempt (planned task, within its planned repeats), in results.jsonl
   order: ``sample_id`` the task_id, ``evaluation.is_correct`` its success (``score`` 1 or 0), and in
   ``metadata`` (EEE's string-valued extension object) ``attempt``, ``agent_eligible``,
-  ``failure_class``, ``failure_stage`` and the run's ``k`` and the task's ``planned_repeats``: enough
-  to recompute pass@1, pass@k and pass^k of section 6 from the export alone.
+  ``failure_class``, ``failure_stage``, ``cost`` and ``cost_source`` (when known) and the run's ``k`` and
+  the task's ``planned_repeats``: enough to recompute pass@1, pass@k and pass^k of section 6 from the
+  export alone.
 
 The files depend only on the run (the uuid is derived from its input hashes; ``retrieved_timestamp``
 is the manifest's ``created_at`` as Unix time): the same run gives the same bytes.
@@ -26,7 +27,7 @@ import json
 import os
 import re
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from capbench_nb._version import __version__
@@ -51,10 +52,13 @@ def path_component(value: object) -> str:
 
 
 def _epoch(created_at: object) -> str:
+    """Unix time of ``created_at``; a time without an offset is read as UTC (not the exporting machine's zone:
+    the same run gives the same bytes anywhere)."""
     try:
-        return str(int(datetime.fromisoformat(str(created_at).replace("Z", "+00:00")).timestamp()))
+        moment = datetime.fromisoformat(str(created_at).replace("Z", "+00:00"))
     except ValueError:
         return "0"
+    return str(int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()))
 
 
 def _flag(value: object) -> str:
@@ -62,7 +66,7 @@ def _flag(value: object) -> str:
 
 
 def _instance(row: dict, common: dict, k: int, planned: int) -> dict:
-    tel = lambda name: None if row[name] is None else row[name]  # noqa: E731
+    tel = row.get  # a missing value is None already
     tokens = [tel("input_tokens"), tel("output_tokens"), tel("total_tokens")]
     usage = None if None in tokens else {
         "input_tokens": int(tokens[0]), "output_tokens": int(tokens[1]), "total_tokens": int(tokens[2]),
@@ -76,6 +80,10 @@ def _instance(row: dict, common: dict, k: int, planned: int) -> dict:
         metadata["failure_stage"] = stage
     if row["quality_score"] is not None:
         metadata["quality_score"] = repr(float(row["quality_score"]))
+    if row["cost"] is not None:  # USD, as the record (or ingest's price table) gives it
+        metadata["cost"] = repr(float(row["cost"]))
+    if row.get("cost_source") is not None:
+        metadata["cost_source"] = str(row["cost_source"])
     return {
         "schema_version": EEE_SCHEMA_VERSION, "evaluation_id": common["evaluation_id"], "model_id": common["model_id"],
         "evaluation_name": common["evaluation_name"], "sample_id": row["task_id"],

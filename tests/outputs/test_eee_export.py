@@ -8,6 +8,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import capbench_nb as cb
@@ -79,6 +80,11 @@ def test_pass_rates_recomputed_from_the_export_equal_metrics_json(runs, tmp_path
             assert got[metric] == (doc["metrics"][metric]["successes"], doc["metrics"][metric]["n"])
         rows = aggregate.with_name(aggregate.stem + "_samples.jsonl").read_text().splitlines()
         assert len(rows) == len(run.attempts)  # one row per counted attempt; anomalies stay out
+        # each attempt's cost and its source in the row's metadata; no cost, no key (never a 0)
+        costs = [(json.loads(r)["metadata"].get("cost"), json.loads(r)["metadata"].get("cost_source")) for r in rows]
+        expected = [(None if pd.isna(c) else repr(float(c)), None if pd.isna(src) else str(src))
+                    for c, src in zip(run.attempts["cost"], run.attempts["cost_source"])]
+        assert costs == expected and (i > 0 or any(c is not None for c, _ in costs))
         exported = {r["evaluation_result_id"]: r["score_details"]
                     for r in json.loads(aggregate.read_text())["evaluation_results"]}
         k = doc["k"]
@@ -94,3 +100,16 @@ def test_same_run_same_bytes_and_hostile_names_stay_portable(runs, tmp_path):
     assert a.relative_to(tmp_path / "a").parts[:4] == ("data", "suite_ a_b _x_", "p1", "org_model_v1_")
     assert path_component(None) == "unspecified" and path_component("..") == "unspecified"
     assert path_component("CON") == "_CON" and path_component("data") == "data_"
+
+
+def test_a_created_at_without_an_offset_is_read_as_utc(runs, tmp_path, monkeypatch):
+    from capbench_nb.outputs.eee_export import _epoch
+
+    monkeypatch.setenv("TZ", "America/Los_Angeles")
+    __import__("time").tzset()
+    try:
+        assert _epoch("2026-11-28T10:00:00") == _epoch("2026-11-28T10:00:00Z") == "1795860000"
+        assert _epoch("2026-11-28T10:00:00+01:00") == "1795856400" and _epoch("yesterday") == "0"
+    finally:
+        monkeypatch.delenv("TZ")
+        __import__("time").tzset()
