@@ -168,7 +168,7 @@ class Campaign:
         from the store; ``options`` are :func:`capbench_nb.metrics.board.board`'s."""
         from capbench_nb.metrics.board import board
 
-        chosen = list(run_ids) if run_ids else self.run_ids
+        chosen = self.run_ids if run_ids is None else list(run_ids)  # [] is no runs, not every run
         return board([self.run(rid) for rid in chosen], **options)
 
     def close(self) -> None:

@@ -104,6 +104,8 @@ def test_board_from_the_store_is_the_board_of_the_directories(runs, store):
     assert dumps(c.board(resamples=200, seed=3)) == dumps(cb.board(runs, resamples=200, seed=3))
     chosen = [cb.load_run(runs[i]).run_id for i in (2, 0)]
     assert dumps(c.board(chosen, metric="pass@k")) == dumps(cb.board([runs[2], runs[0]], metric="pass@k"))
+    with pytest.raises(ValueError, match="at least 2 runs, got 0"):  # an empty choice is no runs, not all
+        c.board([])
 
 
 def test_unknown_engine_and_store(tmp_path, store):
