@@ -81,3 +81,68 @@ def test_export_format_eee(runs, tmp_path):
     rc, _, err = cli("export", runs[0], runs[1], "--format", "eee", "--out", tmp_path / "eee2")
     assert rc == 2
     check_error(err, rule="export-options")
+
+
+def test_a_damaged_store_is_named_one_line_exit_2_and_stays_as_it_was(runs, tmp_path):
+    import pyarrow.parquet as pq
+
+    from capbench_nb.records.campaign.schema import SCHEMA_KEY, partition_name
+
+    store = tmp_path / "store"
+    assert cli("export", *runs, "--out", store)[0] == 0
+    # a corrupt part file: board --campaign and cb.campaign name the file
+    part = store / "attempts" / partition_name("run|two") / "part-0.parquet"
+    part.write_bytes(part.read_bytes()[: len(part.read_bytes()) // 2])
+    before = tree_hashes(store)
+    rc, _, err = cli("board", "--campaign", store, "--out", tmp_path / "b")
+    assert rc == 2 and not (tmp_path / "b").exists()
+    check_error(err, rule="campaign-corrupt")
+    assert partition_name("run|two") in err
+    with pytest.raises(cb.InvalidRunError) as info:
+        cb.campaign(store).metrics()
+    assert info.value.rule == "campaign-corrupt" and str(part) in str(info.value)
+    # a store of another layout version: refused by the readers and by export --append, never rewritten
+    runs_file = store / "runs.parquet"
+    table = pq.read_table(runs_file)
+    pq.write_table(table.replace_schema_metadata({SCHEMA_KEY: b"capbench.campaign/9"}), runs_file)
+    before = tree_hashes(store)
+    for argv in (("board", "--campaign", store, "--out", tmp_path / "b"),
+                 ("export", runs[0], "--out", store, "--append", "--replace")):
+        rc, _, err = cli(*argv)
+        assert rc == 2
+        check_error(err, rule="campaign-schema")
+        assert "capbench.campaign/9" in err and "capbench.campaign/1" in err
+    with pytest.raises(cb.InvalidRunError, match="capbench.campaign/9"):
+        cb.campaign(store)
+    assert tree_hashes(store) == before
+
+
+def test_a_run_that_fails_validation_writes_nothing_and_out_must_be_a_store(runs, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(runs[2], bad)
+    with open(bad / "results.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('{"task_id": "nope", "attempt": "one"}\n')
+    store = tmp_path / "store"
+    assert cli("export", runs[0], "--out", store)[0] == 0
+    before = tree_hashes(store)
+    rc, _, err = cli("export", runs[1], bad, "--out", store, "--append")
+    assert rc == 2 and tree_hashes(store) == before  # not even runs[1], which is valid
+    check_error(err)
+    assert "results.jsonl" in err
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("keep me")
+    rc, _, err = cli("export", runs[0], "--out", tmp_path / "notes")
+    assert rc == 2 and (tmp_path / "notes" / "todo.txt").read_text() == "keep me"
+    check_error(err, rule="campaign-not-a-store")
+
+
+def test_engine_spark_without_pyspark_says_how_to_install_it(runs, tmp_path, monkeypatch):
+    import sys
+
+    store = tmp_path / "store"
+    assert cli("export", runs[0], "--out", store)[0] == 0
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # as if the extra were not installed
+    with pytest.raises(ImportError, match=r"pip install capbench-nb\[spark\]"):
+        cb.campaign(store, engine="spark")

@@ -20,7 +20,7 @@ import pandas as pd
 
 from capbench_nb.metrics.campaign_rules import COUNT_COLUMNS, run_counts
 from capbench_nb.metrics.rates import Rate
-from capbench_nb.records.campaign.reader import open_store, read_run
+from capbench_nb.records.campaign.reader import corrupt_part, open_store, read_run
 from capbench_nb.records.campaign.schema import ATTEMPTS_DIR, PART_FILE, RUNS_FILE
 from capbench_nb.records.run import Run
 
@@ -65,6 +65,11 @@ class Campaign:
                  spark_conf: dict[str, str] | None = None, duckdb_config: dict[str, Any] | None = None) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        if engine == "spark" and spark is None:
+            try:
+                import pyspark  # noqa: F401
+            except ImportError:
+                raise ImportError("engine='spark' needs PySpark (and Java 17+): pip install capbench-nb[spark]") from None
         self.store = open_store(path)
         self.path = Path(path)
         self.engine = engine
@@ -134,8 +139,14 @@ class Campaign:
         columns = ["run_id", "k", "tasks_planned"] + list(dict.fromkeys(n for _, s, d in COUNT_COLUMNS for n in (s, d)))
         if not self.run_ids:
             return pd.DataFrame({c: pd.Series([], dtype="string" if c == "run_id" else "int64") for c in columns})
-        attempts, runs = self.tables()
-        table = self._backend().to_pyarrow(run_counts(attempts, runs)).to_pandas()
+        try:
+            attempts, runs = self.tables()
+            table = self._backend().to_pyarrow(run_counts(attempts, runs)).to_pandas()
+        except Exception:  # the engine's own error type; a damaged part file is named as bad input instead
+            damaged = corrupt_part(self.path, self.run_ids)
+            if damaged is None:
+                raise
+            raise damaged from None
         order = {rid: i for i, rid in enumerate(self.run_ids)}
         table = table.sort_values("run_id", key=lambda s: s.map(order)).reset_index(drop=True)
         return table[columns].astype({c: "int64" for c in columns[1:]}).astype({"run_id": "string"})

@@ -25,13 +25,14 @@ from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.format import RECORD_ANOMALIES
 from capbench_nb.format.fields import RECORD_COLUMNS, RECORD_DTYPES
 from capbench_nb.records.campaign.schema import (
-    ATTEMPTS_DIR, PART_FILE, RUNS_COLUMNS, RUNS_FILE, TASKS_FILE, TELEMETRY_COLUMNS, partition_name,
+    ATTEMPTS_DIR, PART_FILE, RUNS_COLUMNS, RUNS_FILE, STORE_SCHEMA_VERSION, TASKS_FILE, TELEMETRY_COLUMNS,
+    partition_name, store_version,
 )
 from capbench_nb.records.exact_reader import CATEGORIES, canonical_json
 from capbench_nb.records.manifest import fixed_k, plan_frame
 from capbench_nb.records.run import Run
 
-__all__ = ["Store", "open_store", "read_records", "read_run"]
+__all__ = ["Store", "open_store", "check_version", "corrupt_part", "read_records", "read_run"]
 
 _MASKED = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(), pa.bool_(): pd.BooleanDtype()}
 #: runs.parquet columns :func:`open_store` leaves on disk: JSON text as large as the run's plan and anomalies.
@@ -70,8 +71,34 @@ def open_store(path: str | os.PathLike) -> Store:
     if not (store / RUNS_FILE).is_file() or not (store / TASKS_FILE).is_file():
         raise InvalidRunError(str(store), "campaign-not-a-store",
                               f"not a campaign store: no {RUNS_FILE} and {TASKS_FILE} (write one with export)")
+    check_version(store)
     summary = [name for name, _, _ in RUNS_COLUMNS if name not in _BULKY]  # a run's manifest is read with the run
     return Store(store, pq.read_table(store / RUNS_FILE, columns=summary).to_pandas(types_mapper=_MASKED.get))
+
+
+def check_version(store: Path) -> None:
+    """InvalidRunError unless the store's runs.parquet is a readable Parquet file of this layout version
+    (``campaign-corrupt``, ``campaign-schema``)."""
+    path = store / RUNS_FILE
+    try:
+        found = store_version(pq.read_schema(path))
+    except (OSError, pa.ArrowException) as exc:
+        raise InvalidRunError(str(path), "campaign-corrupt", f"not a readable Parquet file: {one_line(str(exc), 200)}") from None
+    if found != STORE_SCHEMA_VERSION:
+        raise InvalidRunError(str(path), "campaign-schema", f"a store of layout {found or 'without a version'}; this "
+                              f"toolkit reads {STORE_SCHEMA_VERSION}: export the runs into a new store")
+
+
+def corrupt_part(store: Path, run_ids) -> InvalidRunError | None:
+    """The error naming the first run partition file that is not a readable Parquet file, None when all are."""
+    for run_id in run_ids:
+        path = store / ATTEMPTS_DIR / partition_name(run_id) / PART_FILE
+        try:
+            pq.read_metadata(path)
+        except (OSError, pa.ArrowException) as exc:
+            return InvalidRunError(str(path), "campaign-corrupt",
+                                   f"not a readable Parquet file: {one_line(str(exc), 200)}")
+    return None
 
 
 def _categorical(array: pa.ChunkedArray, categories=None) -> pd.Categorical:
@@ -148,6 +175,11 @@ def read_run(store: Store | str | os.PathLike, run_id: str) -> Run:
     manifest = json.loads(row["manifest"])
     anomalies = pd.DataFrame(json.loads(row["anomalies"]), columns=list(_ANOMALY_DTYPES)).astype(_ANOMALY_DTYPES)
     where = store.partition(run_id)
+    try:
+        records = read_records(where / PART_FILE)
+    except (OSError, pa.ArrowException) as exc:
+        raise InvalidRunError(str(where / PART_FILE), "campaign-corrupt",
+                              f"not a readable Parquet file of the store: {one_line(str(exc), 200)}") from None
     return Run(path=where, manifest=manifest, plan=plan_frame(manifest), k=fixed_k(manifest),
-               records=read_records(where / PART_FILE), anomalies=anomalies, hashes=json.loads(row["inputs"]),
+               records=records, anomalies=anomalies, hashes=json.loads(row["inputs"]),
                strict=bool(row["strict"]), evidence_checked=bool(row["evidence_checked"]))

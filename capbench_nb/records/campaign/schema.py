@@ -22,7 +22,8 @@ from capbench_nb.format.fields import RECORD_FIELDS, RECORD_TELEMETRY
 __all__ = [
     "RUNS_FILE", "TASKS_FILE", "ATTEMPTS_DIR", "PART_FILE", "PARTITION_KEY", "STORE_NAMES", "arrow_type",
     "ATTEMPT_FIELDS", "ATTEMPT_EXTRA", "ATTEMPTS_SCHEMA", "RUNS_COLUMNS", "RUNS_SCHEMA", "TASKS_SCHEMA",
-    "TELEMETRY_COLUMNS", "hive_escape", "partition_name", "MAX_PARTITION_BYTES",
+    "TELEMETRY_COLUMNS", "hive_escape", "partition_name", "MAX_PARTITION_BYTES", "STORE_SCHEMA_VERSION",
+    "SCHEMA_KEY", "store_version",
 ]
 
 RUNS_FILE, TASKS_FILE, ATTEMPTS_DIR, PART_FILE = "runs.parquet", "tasks.parquet", "attempts", "part-0.parquet"
@@ -65,7 +66,18 @@ RUNS_COLUMNS = (
     ("manifest", pa.string(), False), ("inputs", pa.string(), False), ("anomalies", pa.string(), False),
     ("strict", pa.bool_(), False), ("evidence_checked", pa.bool_(), False),
 )
-RUNS_SCHEMA = pa.schema([pa.field(n, t, nullable=null) for n, t, null in RUNS_COLUMNS])
+#: The store's layout version, in runs.parquet's schema metadata (``SCHEMA_KEY``): a reader refuses another
+#: (``campaign-schema``) instead of misreading it.
+STORE_SCHEMA_VERSION = "capbench.campaign/1"
+SCHEMA_KEY = b"capbench.schema_version"
+RUNS_SCHEMA = pa.schema([pa.field(n, t, nullable=null) for n, t, null in RUNS_COLUMNS],
+                        metadata={SCHEMA_KEY: STORE_SCHEMA_VERSION.encode()})
+
+
+def store_version(schema: pa.Schema) -> str | None:
+    """The layout version a runs.parquet schema declares (None for none)."""
+    value = (schema.metadata or {}).get(SCHEMA_KEY)
+    return None if value is None else value.decode("utf-8", "replace")
 TASKS_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False), pa.field("task_id", pa.string(), nullable=False),
     pa.field("position", pa.int64(), nullable=False), pa.field("planned_repeats", pa.int64(), nullable=False),

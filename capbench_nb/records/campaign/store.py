@@ -27,6 +27,7 @@ from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.io import publish
 from capbench_nb.io.atomic import fsync_directory, fsync_file
+from capbench_nb.records.campaign.reader import check_version
 from capbench_nb.records.campaign.schema import (
     ATTEMPT_EXTRA, ATTEMPT_FIELDS, ATTEMPTS_DIR, ATTEMPTS_SCHEMA, MAX_PARTITION_BYTES, PART_FILE, RUNS_FILE,
     RUNS_SCHEMA, STORE_NAMES, TASKS_FILE, TASKS_SCHEMA, partition_name,
@@ -126,6 +127,8 @@ def _check(out: Path, runs: Sequence[Run], append: bool, replace: bool) -> list[
         if not out.is_dir() or any(not n.startswith(".") for n in os.listdir(out)):
             raise InvalidRunError(str(out), "campaign-not-a-store",
                                   "the output exists and is not a campaign store (no runs.parquet); give a new directory")
+    if existing is not None:
+        check_version(out)  # appending to a store of another layout would mix two
     if existing is not None and not append:
         raise InvalidRunError(str(out), "campaign-exists",
                               "a campaign store is already there; add runs with --append (and --replace to re-export one)")
