@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import capbench_nb as cb
@@ -146,3 +147,23 @@ def test_engine_spark_without_pyspark_says_how_to_install_it(runs, tmp_path, mon
     monkeypatch.setitem(sys.modules, "pyspark", None)  # as if the extra were not installed
     with pytest.raises(ImportError, match=r"pip install capbench-nb\[spark\]"):
         cb.campaign(store, engine="spark")
+
+
+def test_runs_with_a_selector_keep_selected_at_k_in_the_store(tmp_path):
+    from capbench_nb.io.atomic import dumps
+    from capbench_nb.metrics.document import compute_metrics
+    from conftest import selection_board
+
+    paths = selection_board(tmp_path / "runs", "ABC")  # A and B with selection.jsonl, C without
+    assert cli("export", *paths, "--out", tmp_path / "store")[0] == 0
+    c = cb.campaign(tmp_path / "store")
+    for path in paths:
+        run = cb.load_run(path)
+        back = c.run(run.run_id)
+        assert (back.selection is None) == (run.selection is None)
+        doc = compute_metrics(back)
+        assert dumps(doc) == dumps(compute_metrics(run))  # selected@k and its inputs' hashes included
+        assert (doc.get("selection") is not None) == (run.selection is not None)
+        if run.selection is not None:
+            pd.testing.assert_frame_equal(back.selection.lines, run.selection.lines)
+    assert dumps(c.board(resamples=50)) == dumps(cb.board(paths, resamples=50))

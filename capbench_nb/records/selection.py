@@ -19,6 +19,7 @@ line and the rule, or with ``strict=False`` lists each invalid line as an anomal
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -33,7 +34,8 @@ from capbench_nb.io.files import input_errors, open_input
 from capbench_nb.io.jsonparse import short, size_text
 from capbench_nb.records.exact_reader import field_checker, parse_line
 
-__all__ = ["SELECTION", "Selection", "SelectionChecker", "read_selection", "selection_frame", "LINE_COLUMNS"]
+__all__ = ["SELECTION", "Selection", "SelectionChecker", "read_selection", "selection_frame", "LINE_COLUMNS",
+           "selection_text", "selection_from_text"]
 
 _KIND = SELECTION_ANOMALIES[0]
 _CHECKS = tuple((f.name, f.required, field_checker(f)) for f in SELECTION_FIELDS)
@@ -245,3 +247,33 @@ def read_selection(path: str | os.PathLike, *, plan: pd.DataFrame, records: pd.D
         raise InvalidRunError(file, "line-too-long", f"the line is longer than {size_text(MAX_LINE_BYTES)}, the limit "
                               "this toolkit reads; the file is refused as a whole", line=too_long)
     return Selection(lines=selection_frame(rows, lines), selector=checker.selector, sha256=digest, anomalies=anomalies)
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def selection_text(selection: Selection) -> str:
+    """A checked selection as JSON text (a campaign store's ``selection`` column): the selector, the file's
+    digest and the valid lines; ``candidates`` as a list and ``scores`` as ``[attempt, score]`` pairs, so
+    that :func:`selection_from_text` gives back the same :attr:`Selection.lines`, types and all.  The
+    anomalies are not in it (a run keeps them with its own)."""
+    rows = []
+    for row in selection.lines.astype(object).to_dict("records"):
+        row = {key: _plain(v) for key, v in row.items()}
+        row["candidates"] = list(row["candidates"])
+        row["scores"] = None if row["scores"] is None else [[k, v] for k, v in row["scores"].items()]
+        rows.append(row)
+    return json.dumps({"selector": selection.selector, "sha256": selection.sha256, "lines": rows},
+                      ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def selection_from_text(text: str) -> Selection:
+    """The :class:`Selection` of :func:`selection_text` (no anomalies)."""
+    doc = json.loads(text)
+    rows = [{**row, "candidates": tuple(row["candidates"]),
+             "scores": None if row["scores"] is None else {k: v for k, v in row["scores"]}} for row in doc["lines"]]
+    return Selection(lines=selection_frame(rows, [row["line"] for row in rows]), selector=doc["selector"],
+                     sha256=doc["sha256"])

@@ -4,8 +4,8 @@
 the dtypes of :data:`~capbench_nb.format.fields.RECORD_DTYPES`, and the manifest, plan, k, input
 hashes and anomalies from its runs.parquet row.  The store holds counted records only (section 14:
 anomalies stay out of the attempts table), so ``records`` has those, with ``anomaly`` null;
-``attempts``, ``anomalies`` and every metric are the JSON path's.  A store keeps no selection.jsonl:
-``selection`` is None.
+``attempts``, ``anomalies`` and every metric are the JSON path's, selected@k included: ``selection`` is the
+run's checked selection.jsonl, kept in runs.parquet.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from capbench_nb.records.campaign.schema import (
 from capbench_nb.records.exact_reader import CATEGORIES, canonical_json
 from capbench_nb.records.manifest import fixed_k, plan_frame
 from capbench_nb.records.run import Run
+from capbench_nb.records.selection import selection_from_text
 
 __all__ = ["Store", "open_store", "check_version", "corrupt_part", "read_records", "read_run"]
 
 _MASKED = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(), pa.bool_(): pd.BooleanDtype()}
 #: runs.parquet columns :func:`open_store` leaves on disk: JSON text as large as the run's plan and anomalies.
-_BULKY = ("manifest", "anomalies")
+_BULKY = ("manifest", "anomalies", "selection")
 _ANOMALY_DTYPES = {"kind": "string", "task_id": "string", "attempt": "Int64", "line": "int64", "reason": "string",
                    "rule": "string"}
 
@@ -182,4 +183,5 @@ def read_run(store: Store | str | os.PathLike, run_id: str) -> Run:
                               f"not a readable Parquet file of the store: {one_line(str(exc), 200)}") from None
     return Run(path=where, manifest=manifest, plan=plan_frame(manifest), k=fixed_k(manifest),
                records=records, anomalies=anomalies, hashes=json.loads(row["inputs"]),
-               strict=bool(row["strict"]), evidence_checked=bool(row["evidence_checked"]))
+               strict=bool(row["strict"]), evidence_checked=bool(row["evidence_checked"]),
+               selection=None if row.get("selection") is None else selection_from_text(row["selection"]))

@@ -9,8 +9,9 @@ run the JSON path loads (:mod:`~capbench_nb.records.campaign.reader`): ``line`` 
 of results.jsonl) and ``telemetry_source`` (its compact JSON text, as ``Run.records`` holds it).
 
 ``runs.parquet`` and ``tasks.parquet`` are stated below, column by column; ``runs.parquet`` also
-keeps ``manifest``, ``inputs`` (the run's input hashes) and ``anomalies`` as JSON text, and
-``strict`` and ``evidence_checked``, for the same reason.
+keeps ``manifest``, ``inputs`` (the run's input hashes), ``anomalies`` and ``selection`` (the run's checked
+selection.jsonl of section 9, null without one) as JSON text, and ``strict`` and ``evidence_checked``,
+for the same reason.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ RUNS_COLUMNS = (
     ("toolkit_version", pa.string(), False),
     ("manifest", pa.string(), False), ("inputs", pa.string(), False), ("anomalies", pa.string(), False),
     ("strict", pa.bool_(), False), ("evidence_checked", pa.bool_(), False),
+    ("selection", pa.string(), True),
 )
 #: The store's layout version, in runs.parquet's schema metadata (``SCHEMA_KEY``): a reader refuses another
 #: (``campaign-schema``) instead of misreading it.

@@ -33,6 +33,7 @@ from capbench_nb.records.campaign.schema import (
     RUNS_SCHEMA, STORE_NAMES, TASKS_FILE, TASKS_SCHEMA, partition_name,
 )
 from capbench_nb.records.run import Run
+from capbench_nb.records.selection import selection_text
 
 __all__ = ["attempts_table", "tasks_table", "run_row", "read_table", "write_store"]
 
@@ -111,6 +112,7 @@ def run_row(run: Run, metrics_sha256: str) -> dict:
         "tasks_planned": int(len(run.plan)), "metrics_sha256": metrics_sha256, "toolkit_version": __version__,
         "manifest": _json(manifest), "inputs": _json(dict(run.hashes)), "anomalies": _json(_anomaly_rows(run)),
         "strict": bool(run.strict), "evidence_checked": bool(run.evidence_checked),
+        "selection": None if run.selection is None else selection_text(run.selection),
     }
 
 
