@@ -12,6 +12,7 @@ OUT ?= out/sample-run
 LOCKED := data/locked-run
 
 CHROMIUM ?= /usr/bin/chromium
+WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 .PHONY: demo test venv browser clean
 
@@ -44,8 +45,10 @@ browser:
 test: venv browser
 	@# bytecode caches on even where the machine sets PYTHONDONTWRITEBYTECODE: every notebook kernel and CLI
 	@# subprocess of the suite imports the package, a quarter second faster from __pycache__ (gitignored);
-	@# worksteal: an idle worker takes queued tests from a busy one, so a slow test does not end the run alone
-	env -u PYTHONDONTWRITEBYTECODE CAPBENCH_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -n auto --dist worksteal
+	@# worksteal: an idle worker takes queued tests from a busy one, so a slow test does not end the run alone;
+	@# one worker more than cores: many tests wait on a kernel, a browser or a timer (measured here, 2 cores:
+	@# -n 2 8:55, -n 3 8:10)
+	env -u PYTHONDONTWRITEBYTECODE CAPBENCH_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -183,7 +183,10 @@ class Campaign:
         return board([self.run(rid) for rid in chosen], **options)
 
     def close(self) -> None:
-        """Drop the engine connection (a Spark session given or created stays up for others to use)."""
+        """Close the DuckDB connection (its memory is freed now, not at garbage collection); a Spark session,
+        given or created, stays up for others to use."""
+        if self._con is not None and self.engine == "duckdb":
+            self._con.disconnect()
         self._con = None
 
 

@@ -265,7 +265,7 @@ def _check_anomaly_lines(doc: dict, recs: list, lines: list[int]) -> None:
         assert a["line"] == where[(a["task_id"], a["attempt"])]
 
 
-@settings(PROFILE)
+@settings(scaled(PROFILE, 1 / 2))  # two loads per example
 @given(spec=run_specs(), data=st.data())
 def test_shuffling_lines_and_blank_lines_change_nothing_else(spec, data):
     base_doc, base_text = spec_metrics(spec)
@@ -291,7 +291,7 @@ def test_shuffling_lines_and_blank_lines_change_nothing_else(spec, data):
 # --------------------------------------------------------------------------- 2. ineligible == missing
 
 
-@settings(PROFILE)
+@settings(scaled(PROFILE, 1 / 2))  # two loads per example
 @given(spec=run_specs(), data=st.data())
 def test_ineligible_attempt_moves_rates_exactly_as_a_missing_one(spec, data):
     assume(spec.records)
@@ -370,7 +370,7 @@ def _independent_values(spec: RunSpec, recs: list, name: str) -> list:
     return [tele(r, name) for r in pool if tele(r, name) is not None]
 
 
-@settings(PROFILE)
+@settings(scaled(PROFILE, 1 / 2))  # three loads per example
 @given(spec=run_specs(), data=st.data())
 def test_null_telemetry_never_moves_an_aggregate_as_zero_would(spec, data):
     name = data.draw(st.sampled_from(NUMERIC_TELEMETRY + TELEMETRY_BOOL), label="field")
