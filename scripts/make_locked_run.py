@@ -5,15 +5,15 @@ Usage:
     python scripts/make_locked_run.py [OUT_DIR]
 
 OUT_DIR defaults to ``data/locked-run`` under the repository root.  The directory is deleted and
-recreated, then filled in four steps:
+recreated, then filled in four steps (2-4 are ``make_sample_run.py``'s, its :func:`fill`):
 
 1. the lock: :data:`SPEC` (AndroidWorld-style pins: a Pixel 6 on an API 33 system image and its
    snapshot, a fixed date and time, offline network, five apps with version codes, APK hashes and
    permissions, an account by reference, 12 tasks with seeds, k = 3) made a lock with its digest by
    ``capbench_nb.records.lock.make_lock`` (what ``capbench-nb suite lock`` does);
 2. ``capbench_nb.simulation.writer.simulate_run`` writes a run of that lock, 12 tasks x 3 repeats, each
-   attempt with a preflight and a drift rate of 0.22 (6 of the 36 attempts drift; ``simulate --lock --drift``), with
-   ``suite.lock.json`` copied into the run;
+   attempt with a preflight and a drift rate of 0.22 (6 of the 36 attempts drift; ``simulate --lock
+   --drift``), with ``suite.lock.json`` copied into the run;
 3. ``capbench_nb.records.ingest.ingest_run`` derives ``results.jsonl`` (a drifted attempt is an
    environment failure at setup, rule 1b);
 4. ``capbench_nb.simulation.describe.describe_run`` writes ``README.md``.
@@ -25,17 +25,15 @@ section shows.  Deterministic: the same code gives byte-identical files.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capbench_nb.records.ingest import ingest_run  # noqa: E402
 from capbench_nb.records.lock import make_lock  # noqa: E402
-from capbench_nb.simulation.describe import describe_run  # noqa: E402
-from capbench_nb.simulation.writer import simulate_run  # noqa: E402
+from make_sample_run import fill, target  # noqa: E402  (the sample run's steps: simulate, ingest, describe)
 
 DEFAULT_OUT = REPO_ROOT / "data" / "locked-run"
 COMMAND = "python scripts/make_locked_run.py data/locked-run"
@@ -98,23 +96,16 @@ SPEC = {
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else DEFAULT_OUT
-    out_abs = out.resolve()
-    if out_abs == Path(out_abs.anchor) or out_abs in (REPO_ROOT, *REPO_ROOT.parents):
-        print(f"refusing to delete {out_abs}", file=sys.stderr)
+    out_abs = target(argv, DEFAULT_OUT)
+    if out_abs is None:
         return 2
     lock, problems = make_lock(SPEC, "SPEC")
     if problems:
         print("\n".join(str(p) for p in problems), file=sys.stderr)
         return 2
-    if out_abs.exists():
-        shutil.rmtree(out_abs)
-    simulate_run(out_abs, tasks=TASKS, repeats=REPEATS, seed=SEED, artifacts=True, lock=lock, drift=DRIFT)
-    report = ingest_run(out_abs, progress=False)
-    text = describe_run(out_abs, command=COMMAND, title="Locked sample run")
-    with open(out_abs / "README.md", "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    print(f"wrote {report.records} records of lock {lock.digest} to {out}")
+    records = fill(out_abs, command=COMMAND, title="Locked sample run", tasks=TASKS, repeats=REPEATS, seed=SEED,
+                   lock=lock, drift=DRIFT)
+    print(f"wrote {records} records of lock {lock.digest} to {out_abs}")
     return 0
 
 

@@ -61,21 +61,36 @@ OPTIONS = {
 }
 
 
-def main(argv: list[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else DEFAULT_OUT
-    out_abs = out.resolve()
+def target(argv: list[str], default: Path) -> Path | None:
+    """The directory to (re)create: ARGV's first argument or ``default``, absolute; None (said on stderr) for
+    a file system root, the repository or one of its parents, which are never deleted."""
+    out_abs = (Path(argv[1]) if len(argv) > 1 else default).resolve()
     if out_abs == Path(out_abs.anchor) or out_abs in (REPO_ROOT, *REPO_ROOT.parents):
         print(f"refusing to delete {out_abs}", file=sys.stderr)
-        return 2
+        return None
+    return out_abs
+
+
+def fill(out_abs: Path, *, command: str, title: str, prices=None, **simulation) -> int:
+    """Delete ``out_abs``, simulate the run into it with attempt artifacts, ingest it and describe it in
+    README.md; returns the number of records written."""
     if out_abs.exists():
         shutil.rmtree(out_abs)
-    prices = load_price_table(PRICES)
-    simulate_run(out_abs, tasks=TASKS, repeats=REPEATS, seed=SEED, artifacts=True, price_table=prices, **OPTIONS)
+    simulate_run(out_abs, artifacts=True, **simulation)
     report = ingest_run(out_abs, prices=prices, progress=False)
-    text = describe_run(out_abs, command=COMMAND, title="Sample run")
     with open(out_abs / "README.md", "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    print(f"wrote {report.records} records to {out}")
+        fh.write(describe_run(out_abs, command=command, title=title))
+    return report.records
+
+
+def main(argv: list[str]) -> int:
+    out_abs = target(argv, DEFAULT_OUT)
+    if out_abs is None:
+        return 2
+    prices = load_price_table(PRICES)
+    records = fill(out_abs, command=COMMAND, title="Sample run", prices=prices, tasks=TASKS, repeats=REPEATS,
+                   seed=SEED, price_table=prices, **OPTIONS)
+    print(f"wrote {records} records to {out_abs}")
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
 import hashlib
@@ -846,6 +847,19 @@ TINY_REPORT_NOTEBOOK = _two_cell_notebook(
     "doc = capbench_nb.compute_metrics(run, slices=slices)\n"
     "atomic.write_atomic(Path(out_dir) / 'metrics.json', atomic.dumps(doc))\n"
     "atomic.write_atomic(Path(out_dir) / 'summary.md', reporting.summary_markdown(doc))\n")
+
+
+def notebook_imports(notebook) -> set[str]:
+    """The top-level modules a notebook's code cells import; asserts the cells define no function or class and
+    hold no while loop (a notebook holds no logic beyond calls into the package)."""
+    imported, source = set(), "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module.split(".")[0])
+        assert not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.While)), ast.dump(node)[:200]
+    return imported
 
 
 #: A comparison notebook of two cells: comparison.json and comparison.md exactly as compare_runs.ipynb writes them,

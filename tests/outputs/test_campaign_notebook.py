@@ -22,7 +22,7 @@ from capbench_nb.cli import main
 from capbench_nb.outputs.documents import BoardDocument
 from capbench_nb.outputs.notebook import execute_notebook
 
-from conftest import REPO
+from conftest import REPO, notebook_imports
 
 NOTEBOOK = REPO / "notebooks" / "campaign.ipynb"
 #: (run_id, model, created_at, planned tasks, seed) in store order: not date order; m-c is not in the price
@@ -123,13 +123,8 @@ def test_one_typed_commented_parameters_cell_and_outputs_stripped(notebook):
 
 
 def test_it_only_calls_into_the_package_duckdb_pandas_and_matplotlib(notebook):
-    imported, source = set(), "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module.split(".")[0])
-        assert not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.While))
+    imported = notebook_imports(notebook)
+    source = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     # the standard library only for the demo store's temporary folder and the dates it writes into manifests
     assert imported <= IMPORTS and {"capbench_nb", "duckdb", "pandas", "matplotlib"} <= imported
     for call in ("cb.campaign(store)", "c.metrics()", "c.runs[", "c.latest(by=\"model\")", "c.board(latest",

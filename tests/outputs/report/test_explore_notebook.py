@@ -12,7 +12,7 @@ import capbench_nb as cb
 from capbench_nb.outputs import build
 from capbench_nb.outputs.report import run as reportrun
 
-from conftest import REPO, SAMPLE_RUN, manifest, outcomes, write_run
+from conftest import REPO, SAMPLE_RUN, manifest, notebook_imports, outcomes, write_run
 
 NOTEBOOK = REPO / "notebooks" / "explore.ipynb"
 
@@ -55,13 +55,8 @@ def test_one_typed_commented_parameters_cell(notebook):
 
 
 def test_it_only_calls_into_the_package_and_teaches_every_part_of_the_api(notebook):
-    imported, source = set(), "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module.split(".")[0])
-        assert not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.While))
+    imported = notebook_imports(notebook)
+    source = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     assert imported <= {"capbench_nb", "pandas", "pathlib", "tempfile"}
     for call in ("cb.load_run(", "run.attempts_view(", "cb.pass_at_1(run)", "cb.compute_metrics(", "cb.per_task(run)",
                  "cb.metrics_by(", "cb.register_slice(", "cb.compare_runs(", "run.evidence(", "cb.explore(run)",
