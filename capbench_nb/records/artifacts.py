@@ -32,6 +32,11 @@ _TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
     "array": lambda v: isinstance(v, list),
 }
 
+#: What ``doc.get(key, ABSENT)`` gives for a required field the document leaves out: refused as missing,
+#: not as a null of the wrong type.
+_ABSENT = object()
+
+
 class _Node:
     """One pointer of a file's rows: its row (None for ``*``), and the pointers below it."""
 
@@ -89,6 +94,8 @@ def _refuser(f: Field, fail: Callable[..., None]) -> Callable[[Any, tuple], None
     high = math.inf if f.maximum is None else f.maximum
 
     def refuse(value: Any, idx: tuple) -> None:
+        if value is _ABSENT:
+            fail(f.type_rule, f"{{where}} is missing: a required {f.json_type}", idx)
         if value is None or not test(value) or (f.non_empty and not value):
             fail(f.type_rule, f.type_message, idx, value)
         if vocabulary is not None and value not in vocabulary:
@@ -168,7 +175,8 @@ def _emit(src: _Source, node: _Node, var: str, pointer: str, idx: list[str], dep
             src.add(depth, f"if {var}.get({other!r}) == {src.name(wanted)}:")
             inner += 1
         v = f"v{level}_{len(src.lines)}"
-        src.add(inner, f"{v} = {var}.get({key!r})")
+        required = child.field is not None and child.field.required and not child.field.nullable
+        src.add(inner, f"{v} = {var}.get({key!r}, {src.name(_ABSENT)})" if required else f"{v} = {var}.get({key!r})")
         _emit(src, child, v, f"{pointer}/{key}", idx, inner)
     for rule in node.rules:
         fail = _raiser(pointer)

@@ -82,11 +82,13 @@ def test_each_preflight_row_is_checked_at_its_pointer(row):
     assert info.value.pointer == "/preflight/probes/0"
 
 
-@pytest.mark.parametrize("probes", [[{"expected": 1, "observed": 1}], [{"name": None, "expected": 1, "observed": 2}]])
-def test_a_probe_without_a_name_is_refused_at_its_pointer(probes):
+@pytest.mark.parametrize("probes, says", [([{"expected": 1, "observed": 1}], "is missing: a required string"),
+                                          ([{"name": None, "expected": 1, "observed": 2}], "must be a string")])
+def test_a_probe_without_a_name_is_refused_at_its_pointer(probes, says):
     with pytest.raises(InvalidRunError) as info:
         check_attempt(attempt_doc(preflight={"lock": LOCK, "probes": probes}), "attempt.json")
     assert (info.value.rule, info.value.pointer) == ("artifact-type", "/preflight/probes/0/name")
+    assert f"/preflight/probes/0/name {says}" in str(info.value)  # a key left out is missing, not a null
 
 
 def _lock_manifest():
