@@ -65,7 +65,8 @@ import numpy as np
 
 from capbench_nb._version import __version__
 from capbench_nb.metrics.board_stats import board_groups, board_ranks, holm_adjust, pair_tests, rank_intervals
-from capbench_nb.metrics.compatibility import WARNING_CODES, compatibility_warnings, plan_ids, show_value
+from capbench_nb.metrics.compatibility import (WARNING_CODES, compatibility_warnings, plan_ids, show_value,
+                                              suite_identity)
 from capbench_nb.metrics.prepare import k_eligible_mask, prepare, shared_preparation
 from capbench_nb.metrics.rates import Rate
 from capbench_nb.metrics.registry import paired_rates
@@ -280,8 +281,8 @@ def _loaded(runs: Sequence[Run]) -> list[Run]:
 
 
 def _suite(run: Run) -> dict | None:
-    suite = run.manifest.get("suite")
-    return {"name": suite.get("name"), "version": suite.get("version")} if isinstance(suite, dict) else None
+    """The suite a run states (:func:`~capbench_nb.metrics.compatibility.suite_identity`), None when it names none."""
+    return suite_identity(run) if isinstance(run.manifest.get("suite"), dict) else None
 
 
 def _curve(run: Run, common: list[str], k: int) -> list[dict]:

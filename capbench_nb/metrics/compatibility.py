@@ -61,7 +61,7 @@ from capbench_nb.records.run import Run
 from capbench_nb.suite.diff import lock_differences
 
 __all__ = ["WARNING_CODES", "compatibility", "compatibility_warnings", "check_warning_kinds", "blocking_warnings",
-           "run_identity", "plan_ids", "show_value"]
+           "run_identity", "suite_identity", "plan_ids", "show_value"]
 
 _EVAL_KEY = re.compile(r"^(judge|eval)|assert", re.IGNORECASE)
 #: How many task ids a warning message names before "and N more".
@@ -84,6 +84,13 @@ def _suite(run: Run) -> dict:
     return {"name": suite.get("name"), "version": suite.get("version")}
 
 
+def suite_identity(run: Run) -> dict:
+    """The suite as comparison.json and board.json state it: name and version, and ``lock`` (the digest) for a
+    run of a frozen suite (spec 12), so the lock is seen at every step; a run without one has no ``lock`` key."""
+    lock = manifest_lock(run.manifest)
+    return {**_suite(run), **({"lock": lock} if lock else {})}
+
+
 def _config(run: Run) -> dict:
     config = run.manifest.get("config")
     return config if isinstance(config, dict) else {}
@@ -104,7 +111,7 @@ def run_identity(run: Run) -> dict:
     suite = run.manifest.get("suite")
     return {
         "run_id": run.run_id,
-        "suite": _suite(run) if isinstance(suite, dict) else None,
+        "suite": suite_identity(run) if isinstance(suite, dict) else None,
         "status": run.manifest.get("status"),
         "runner": _runner(run),
         "config": run.manifest.get("config") if isinstance(run.manifest.get("config"), dict) else None,

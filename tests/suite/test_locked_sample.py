@@ -153,3 +153,27 @@ def test_a_bad_run_of_a_lock_is_one_line_exit_2_and_the_run_unchanged(tmp_path, 
         assert case == "lock-copy" or "attempt.json" in err and "/preflight" in err, err
         assert tree_hashes(run) == before
     assert not any(os.path.exists(tmp_path / name) for name in ("m", "r"))
+
+
+def test_the_lock_is_seen_in_the_comparison_and_the_board(tmp_path):
+    """A run of a lock names it at every step: comparison.json/md and the run card, board.json/md and the first
+    screen; a run without one has no lock key (its documents are as before)."""
+    from capbench_nb.metrics.board import board
+    from capbench_nb.metrics.comparison import compare_runs
+    from capbench_nb.outputs.board.files import board_markdown
+    from capbench_nb.outputs.board.page import header_html
+    from capbench_nb.outputs.comparison.files import comparison_markdown
+    from capbench_nb.records.run import load_run
+
+    digest = json.loads((LOCKED_RUN / "suite.lock.json").read_text())["digest"]
+    sample, same = load_run(LOCKED_RUN), load_run(_run_of(tmp_path, "same", LOCKED_RUN / "suite.lock.json", seed=5))
+    doc = compare_runs(sample, same, n_boot=50)
+    assert doc["run_a"]["suite"] == doc["run_b"]["suite"] == {"name": "mobile-core-sim", "version": "2026.11",
+                                                                  "lock": digest}
+    assert f"mobile-core-sim 2026.11 (lock {digest})" in comparison_markdown(doc)
+    b = board([sample, same], resamples=20)
+    assert [r["suite"]["lock"] for r in b["runs"]] == [digest, digest]
+    assert f"Suite lock: {digest} (every run)." in board_markdown(b)
+    assert f"suite lock: <b>{digest} (every run)</b>" in header_html(b)
+    plain = load_run(REPO / "data" / "sample-run")
+    assert "lock" not in compare_runs(plain, plain, n_boot=50)["run_a"]["suite"]

@@ -27,6 +27,8 @@ __all__ = [
     "board_order",
     "board_metrics",
     "metric_labels",
+    "suite_text",
+    "suite_locks",
     "board_markdown",
     "write_board",
     "verify_board",
@@ -52,6 +54,24 @@ def board_metrics(doc: dict) -> list[str]:
 def metric_labels(doc: dict) -> dict[str, str]:
     """Each board metric with the common k written out: ``{"pass@1": "pass@1", "pass@k": "pass@3", ...}``."""
     return {name: metric_label(name, doc["common"]["k"]) for name in board_metrics(doc)}
+
+
+def suite_text(suite: dict | None) -> str:
+    """A run's suite as the page and board.md name it: name and version (its lock is shown apart)."""
+    words = [str(x) for x in ((suite or {}).get("name"), (suite or {}).get("version")) if x is not None]
+    return " ".join(words) or "no suite named"
+
+
+def suite_locks(doc: dict) -> str | None:
+    """The board's suite lock (spec 12): one digest for every run, or how many differ; None when no run names one."""
+    locks = [(e["suite"] or {}).get("lock") for e in doc["runs"]]
+    if not any(locks):
+        return None
+    named = sorted({x for x in locks if x})
+    if len(named) == 1 and all(locks):
+        return f"{named[0]} (every run)"
+    return (f"{len(named)} different lock(s), {sum(1 for x in locks if not x)} run(s) without one "
+            "(see the lock warning)")
 
 
 def _value(rate: dict | None) -> str:
@@ -131,13 +151,13 @@ def board_markdown(doc: dict) -> str:
     """
     runs, common, labels = doc["runs"], doc["common"], metric_labels(doc)
     main = labels[doc["metric"]]
-    suites = sorted({" ".join(str(x) for x in (r["suite"] or {}).values() if x is not None) or "no suite named"
-                     for r in runs})
+    suites = sorted({suite_text(r["suite"]) for r in runs})
     m = len(runs) * (len(runs) - 1) // 2
     left = len(common["not_common"])
     lines = [
         f"# Board: {len(runs)} runs on {', '.join(md_escape(s) for s in suites)}, by {main}",
         "",
+        *([f"Suite lock: {md_escape(suite_locks(doc))}.", ""] if suite_locks(doc) else []),
         f"Compared on the {common['tasks']} tasks planned in every run, at the common k = {common['k']}"
         + (f"; {left} task(s) planned in only some runs are left out of every number." if left else "."),
         f"Groups: runs not separable from the group's best at alpha = {doc['alpha']:g} (exact McNemar, Holm over "

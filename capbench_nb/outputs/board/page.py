@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from capbench_nb.metrics.board import SELECTED
-from capbench_nb.outputs.board.files import board_metrics, board_order, metric_labels
+from capbench_nb.outputs.board.files import board_metrics, board_order, metric_labels, suite_locks, suite_text
 from capbench_nb.outputs.html.assets import PAGE_CSS, island_id, island_json, json_island, page_asset, with_tables
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
 from capbench_nb.outputs.html.formatting import fmt_cost, fmt_interval, fmt_p, fmt_pct, fmt_pp
@@ -70,8 +70,7 @@ def _name(doc: dict, i: int, limit: int = 60) -> str:
 
 
 def _suites(doc: dict) -> list[str]:
-    return sorted({" ".join(str(x) for x in (r["suite"] or {}).values() if x is not None) or "no suite named"
-                   for r in doc["runs"]})
+    return sorted({suite_text(r["suite"]) for r in doc["runs"]})
 
 
 # =========================================================================== the first screen
@@ -124,6 +123,8 @@ def header_html(doc: dict) -> str:
              ("left out", f"{left:,} task{'s' if left != 1 else ''} planned in only some runs"),
              ("common k", str(common["k"])), ("pairs per metric", f"{n * (n - 1) // 2:,}"),
              ("priced runs", f"{priced} of {n}"), ("rank bootstrap", f"{doc['resamples']:,} resamples, seed {doc['seed']}")]
+    if suite_locks(doc):
+        facts.append(("suite lock", suite_locks(doc)))
     if SELECTED in doc["runs"][0]["values"]:
         chosen = sum(e["values"][SELECTED] is not None for e in doc["runs"])
         facts.append((f"runs with {metric_labels(doc)[SELECTED]}", f"{chosen} of {n}"))

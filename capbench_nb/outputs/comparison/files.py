@@ -75,8 +75,9 @@ def comparison_markdown(doc: dict, *, max_flips: int = 50) -> str:
         suite = run["suite"] or {}
         config = run["config"] or {}
         judge = judge_phrase(run["judge"])
+        lock = f" (lock {md_escape(suite['lock'])})" if suite.get("lock") else ""
         return (f"| {label} | {md_escape(run['run_id'])} | {md_escape(suite.get('name'))} "
-                f"{md_escape(suite.get('version'))} | {md_escape(config.get('model'))} | "
+                f"{md_escape(suite.get('version'))}{lock} | {md_escape(config.get('model'))} | "
                 f"{judge} | {run['k']} | {run['tasks_planned']} |")
 
     lines = [

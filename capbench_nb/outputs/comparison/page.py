@@ -173,9 +173,11 @@ def _run_card(tag: str, run: dict, extra: str) -> str:
     config = run["config"] or {}
     suite_text = " ".join(str(x) for x in (suite.get("name"), suite.get("version")) if x is not None) or "not named"
     model = config.get("model")
+    lock = (f' · lock <code title="{html_escape(suite["lock"])}">{html_escape(suite["lock"][:19])}…</code>'
+            if suite.get("lock") else "")  # the whole digest on hover and in comparison.json
     return (f'<div class="cbc-run"><span class="cbc-tag{" cbc-b" if tag == "B" else ""}">{tag}</span>'
             f'<span class="cbc-runid">{html_escape(run["run_id"])}</span><br>'
-            f'suite {html_escape(suite_text)} · model {html_escape("not named" if model is None else model)}<br>'
+            f'suite {html_escape(suite_text)}{lock} · model {html_escape("not named" if model is None else model)}<br>'
             f'k = {run["k"]} · {run["tasks_planned"]:,} planned tasks · status {html_escape(run["status"])}'
             f'{extra}</div>')
 
