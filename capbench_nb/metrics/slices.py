@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-import numpy as np
 import pandas as pd
 
+from capbench_nb.records.exact_reader import json_value
 from capbench_nb.records.run import Run
 from capbench_nb.metrics.prepare import Prepared, prepare
 from capbench_nb.metrics.rates import attempt_counts_of, pass_rate_of
@@ -102,14 +102,6 @@ def slice_values(run: Run, dimension: str) -> pd.Series:
     )
 
 
-def _json_value(value):
-    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
-        return None
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def _slice_rows(run: Run, dims: list[str], confidence: float, prepared: Prepared | None = None) -> list[dict]:
     """One dict per slice, sorted by value (missing values last): ``key`` (the values of ``dims``),
     ``tasks``, ``small``, ``rates`` (metric name -> :class:`Rate`) and ``counts`` (:func:`attempt_counts`).
@@ -117,7 +109,7 @@ def _slice_rows(run: Run, dims: list[str], confidence: float, prepared: Prepared
     The one computation behind :func:`metrics_by` and :func:`slices_document`; ``prepared`` is the
     run's :class:`Prepared` if the caller made it.  Each slice is prepared once for all its numbers.
     """
-    keys = pd.DataFrame({d: pd.Series([_json_value(v) for v in slice_values(run, d).astype(object)], dtype=object)
+    keys = pd.DataFrame({d: pd.Series([json_value(v) for v in slice_values(run, d).astype(object)], dtype=object)
                          for d in dims})
     attempts = (prepare(run.records, run.plan) if prepared is None else prepared).counted
     task_of = attempts["task_id"].astype(object)
@@ -211,7 +203,7 @@ def slices_document(run: Run, dimensions: Iterable[str], *, confidence: float = 
         for row in _slice_rows(run, [dim], confidence, prepared):
             entry = {"value": row["key"][0], "tasks": int(row["tasks"]), "small": bool(row["small"])}
             for name in _RATES:
-                entry[name] = {f: _json_value(v) for f, v in row["rates"][name].to_dict().items()}
+                entry[name] = {f: json_value(v) for f, v in row["rates"][name].to_dict().items()}
             counts = row["counts"]
             entry["attempts"] = {
                 "total": int(counts["total"]),

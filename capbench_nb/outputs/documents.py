@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from capbench_nb.metrics.registry import HEADLINE
+from capbench_nb.metrics.registry import HEADLINE, REGISTRY
 from capbench_nb.outputs.html.escaping import html_escape, plain_label
-from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
+from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct, is_null
 
 __all__ = ["Document", "MetricsDocument", "ComparisonDocument", "BoardDocument", "SliceTable"]
 
@@ -201,11 +201,11 @@ class SliceTable(pd.DataFrame):
         for key, row in zip(self.index, pd.DataFrame(self).itertuples(index=False, name=None)):
             cells = dict(zip(self.columns, row))
             values = list(key) if isinstance(self.index, pd.MultiIndex) else [key]
-            entry = {"values": [None if _missing(v) else v for v in values], "tasks": cells[("slice", "tasks")],
+            entry = {"values": [None if is_null(v) else v for v in values], "tasks": cells[("slice", "tasks")],
                      "small": cells[("slice", "small")],
                      "attempts": {"total": cells[("attempts", "total")], "eligible": cells[("attempts", "eligible")]}}
             for name in rates:
-                entry[name] = {field: None if _missing(cells[(name, field)]) else cells[(name, field)]
+                entry[name] = {field: None if is_null(cells[(name, field)]) else cells[(name, field)]
                                for field in _RATE_COLUMNS}
             entries.append(entry)
         return entries
@@ -243,9 +243,5 @@ class SliceTable(pd.DataFrame):
 
 
 def _label(name: str, k: int | None) -> str:
-    metric = next((m for m in HEADLINE if m.name == name), None)
+    metric = REGISTRY.get(name)
     return name if metric is None or k is None else metric.display(k)
-
-
-def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and value != value)

@@ -163,6 +163,15 @@ def record_values(obj: Any, resolver: EvidenceResolver | None) -> tuple:
 _CANONICAL: dict[tuple, str] = {}
 
 
+def json_value(value: Any) -> Any:
+    """A pandas or NumPy cell as a JSON value: None for None, pd.NA and NaN; a NumPy scalar as its Python value."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 def canonical_json(value: list | tuple | dict) -> str:
     """Compact JSON text of a list of strings or a flat dict, memoised (values repeat across attempts)."""
     is_dict = type(value) is dict

@@ -32,7 +32,7 @@ from capbench_nb.format import (
 )
 from capbench_nb.io.files import input_errors, open_input
 from capbench_nb.io.jsonparse import short, size_text
-from capbench_nb.records.exact_reader import field_checker, parse_line
+from capbench_nb.records.exact_reader import field_checker, json_value, parse_line
 
 __all__ = ["SELECTION", "Selection", "SelectionChecker", "read_selection", "selection_frame", "LINE_COLUMNS",
            "selection_text", "selection_from_text"]
@@ -249,12 +249,6 @@ def read_selection(path: str | os.PathLike, *, plan: pd.DataFrame, records: pd.D
     return Selection(lines=selection_frame(rows, lines), selector=checker.selector, sha256=digest, anomalies=anomalies)
 
 
-def _plain(value: Any) -> Any:
-    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-        return None
-    return value.item() if hasattr(value, "item") else value
-
-
 def selection_text(selection: Selection) -> str:
     """A checked selection as JSON text (a campaign store's ``selection`` column): the selector, the file's
     digest and the valid lines; ``candidates`` as a list and ``scores`` as ``[attempt, score]`` pairs, so
@@ -262,7 +256,7 @@ def selection_text(selection: Selection) -> str:
     anomalies are not in it (a run keeps them with its own)."""
     rows = []
     for row in selection.lines.astype(object).to_dict("records"):
-        row = {key: _plain(v) for key, v in row.items()}
+        row = {key: json_value(v) for key, v in row.items()}
         row["candidates"] = list(row["candidates"])
         row["scores"] = None if row["scores"] is None else [[k, v] for k, v in row["scores"].items()]
         rows.append(row)

@@ -77,6 +77,11 @@ def open_store(path: str | os.PathLike) -> Store:
     return Store(store, pq.read_table(store / RUNS_FILE, columns=summary).to_pandas(types_mapper=_MASKED.get))
 
 
+def _unreadable(path: Path, exc: BaseException) -> InvalidRunError:
+    """``campaign-corrupt``: ``path`` is not a readable Parquet file of the store."""
+    return InvalidRunError(str(path), "campaign-corrupt", f"not a readable Parquet file: {one_line(str(exc), 200)}")
+
+
 def check_version(store: Path) -> None:
     """InvalidRunError unless the store's runs.parquet is a readable Parquet file of this layout version
     (``campaign-corrupt``, ``campaign-schema``)."""
@@ -84,7 +89,7 @@ def check_version(store: Path) -> None:
     try:
         found = store_version(pq.read_schema(path))
     except (OSError, pa.ArrowException) as exc:
-        raise InvalidRunError(str(path), "campaign-corrupt", f"not a readable Parquet file: {one_line(str(exc), 200)}") from None
+        raise _unreadable(path, exc) from None
     if found != STORE_SCHEMA_VERSION:
         raise InvalidRunError(str(path), "campaign-schema", f"a store of layout {found or 'without a version'}; this "
                               f"toolkit reads {STORE_SCHEMA_VERSION}: export the runs into a new store")
@@ -97,8 +102,7 @@ def corrupt_part(store: Path, run_ids) -> InvalidRunError | None:
         try:
             pq.read_metadata(path)
         except (OSError, pa.ArrowException) as exc:
-            return InvalidRunError(str(path), "campaign-corrupt",
-                                   f"not a readable Parquet file: {one_line(str(exc), 200)}")
+            return _unreadable(path, exc)
     return None
 
 
@@ -179,8 +183,7 @@ def read_run(store: Store | str | os.PathLike, run_id: str) -> Run:
     try:
         records = read_records(where / PART_FILE)
     except (OSError, pa.ArrowException) as exc:
-        raise InvalidRunError(str(where / PART_FILE), "campaign-corrupt",
-                              f"not a readable Parquet file of the store: {one_line(str(exc), 200)}") from None
+        raise _unreadable(where / PART_FILE, exc) from None
     return Run(path=where, manifest=manifest, plan=plan_frame(manifest), k=fixed_k(manifest),
                records=records, anomalies=anomalies, hashes=json.loads(row["inputs"]),
                strict=bool(row["strict"]), evidence_checked=bool(row["evidence_checked"]),
