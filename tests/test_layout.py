@@ -12,58 +12,27 @@ or the line above it).
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO
 
-PACKAGE = REPO / "capbench_nb"
 
-#: stage of each top-level part of the package (a later stage may import an earlier one)
-STAGES = {
-    "_version": 0, "errors": 0, "format": 0,
-    "io": 1,
-    "records": 2,
-    "suite": 2.5,  # the frozen suite (spec section 12): reads records, feeds metrics
-    "metrics": 3,
-    "simulation": 4,
-    "outputs": 5,
-    "cli": 6, "cli_options": 6, "cli_suite": 6, "cli_export": 6, "cli_reference": 6, "__init__": 6,
-}
+def _layout():
+    spec = importlib.util.spec_from_file_location("layout", REPO / "scripts" / "layout.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: the scan of scripts/layout.py, which also draws the layout's picture (STAGES, PAGES, the imports)
+layout = _layout()
+PACKAGE, modules, module_name, stage_of, imports = (layout.PACKAGE, layout.modules, layout.module_name,
+                                                    layout.stage_of, layout.imports)
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
-
-
-def modules() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if ".ipynb_checkpoints" not in p.parts)
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def stage_of(module: str) -> int:
-    parts = module.split(".")
-    top = parts[1] if len(parts) > 1 else "__init__"
-    if top not in STAGES:
-        raise AssertionError(f"{module}: no stage is declared for capbench_nb.{top} in tests/test_layout.py")
-    return STAGES[top]
-
-
-def imports(path: Path) -> list[tuple[int, str, list[str]]]:
-    """(line, imported module, names) of every import of capbench_nb, lazy ones included."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("capbench_nb"):
-            found.append((node.lineno, node.module, [a.name for a in node.names]))
-        elif isinstance(node, ast.ImportFrom) and node.level > 0:
-            found.append((node.lineno, "." * node.level + (node.module or ""), [a.name for a in node.names]))
-        elif isinstance(node, ast.Import):
-            found.extend((node.lineno, a.name, []) for a in node.names if a.name.startswith("capbench_nb"))
-    return found
 
 
 def test_every_top_level_part_has_a_stage():
@@ -77,6 +46,23 @@ def test_no_module_imports_from_a_later_stage(path):
     late = [f"line {line}: {target}" for line, target, _ in imports(path)
             if not target.startswith(".") and stage_of(target) > stage_of(here)]
     assert not late, f"{here} imports from a later stage: {late}"
+
+
+def test_each_page_is_a_room_of_its_own():
+    """No page package of outputs/ imports another, and what the pages share imports no page; the
+    picture (``python scripts/layout.py``) prints the same finding."""
+    counted = layout.edges()
+    assert {part for (part, _) in counted} >= {f"outputs.{page}" for page in layout.PAGES}
+    assert layout.against_the_flow(counted) == []
+
+
+def test_the_layout_check_catches_an_import_against_the_flow():
+    from collections import Counter
+
+    bad = layout.against_the_flow(Counter({("outputs.board", "outputs.report"): 1, ("metrics", "outputs"): 2,
+                                           ("outputs.html", "outputs.gate"): 1, ("outputs.documents", "outputs.board"): 1}))
+    assert bad == ["metrics -> outputs (2): a later stage", "outputs.board -> outputs.report (1): another page",
+                   "outputs.html -> outputs.gate (1): a page, from what the pages share"]
 
 
 @pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
