@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 import capbench_nb
-from capbench_nb.format import RECORD_COLUMNS, RECORD_DTYPES, TELEMETRY_FIELDS
+from capbench_nb.format import RECORD_COLUMNS, RECORD_DTYPES, TELEMETRY_FIELDS, new_record
 from capbench_nb.records.exact_reader import CATEGORIES, record_values
 from capbench_nb.records.manifest import fixed_k, plan_frame
 from capbench_nb.records.run import classify_records
@@ -109,21 +109,13 @@ def records(draw, task_id: str, attempt: int):
     else:
         eligible = False
     tele = draw(telemetry_values())
-    rec = {
-        "task_id": task_id,
-        "attempt": attempt,
-        "artifact_dir": None,
-        "success": success,
-        "agent_eligible": eligible,
-        "failure_class": "" if success else cls,
-        "failure_stage": None,
-        "evidence": [],
-        "quality_score": draw(st.one_of(st.none(), st.floats(0, 1), st.sampled_from([0, 1, 0.5]))),
-        "telemetry": tele,
-        "telemetry_source": {name: f"attempt.json#/{name}" for name, v in tele.items() if v is not None},
-        "cost": None,
-        "cost_source": None,
-    }
+    rec = new_record(
+        task_id=task_id, attempt=attempt, success=success, agent_eligible=eligible,
+        failure_class="" if success else cls,
+        quality_score=draw(st.one_of(st.none(), st.floats(0, 1), st.sampled_from([0, 1, 0.5]))),
+        telemetry=tele,
+        telemetry_source={name: f"attempt.json#/{name}" for name, v in tele.items() if v is not None},
+    )
     if draw(st.integers(0, 9)) == 0:
         rec["x_extra"] = {"kept": [1, 2]}  # unknown extra fields are ignored (spec preamble)
     return rec
