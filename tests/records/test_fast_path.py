@@ -600,6 +600,8 @@ _finite = st.one_of(
 
 @st.composite
 def _record(draw, task_id: str, attempt: int) -> dict:
+    """A record as a file may hold it: optional keys sometimes absent, keys in any order (so built by
+    hand, not with ``format.new_record``, which always writes every key in section-3 order)."""
     cls = draw(st.sampled_from(["", "agent", "environment", "evaluation", "skipped", "unknown"]))
     success = cls == ""
     eligible = True if cls in ("", "agent") else draw(st.booleans()) if cls == "unknown" else False
