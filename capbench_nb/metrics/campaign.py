@@ -20,7 +20,7 @@ import pandas as pd
 
 from capbench_nb.metrics.campaign_rules import COUNT_COLUMNS, run_counts
 from capbench_nb.metrics.rates import Rate
-from capbench_nb.records.campaign.reader import corrupt_part, open_store, read_run
+from capbench_nb.records.campaign.reader import Store, corrupt_part, open_store, read_run
 from capbench_nb.records.campaign.schema import ATTEMPTS_DIR, PART_FILE, RUNS_FILE
 from capbench_nb.records.run import Run
 
@@ -59,6 +59,13 @@ class Campaign:
         Spark configuration for a new session, e.g. ``{"spark.master": "local[2]"}``.
     duckdb_config : dict, optional
         DuckDB settings of the embedded connection, e.g. ``{"memory_limit": "3GB", "threads": 2}``.
+
+    Notes
+    -----
+    A ``Campaign`` follows the store: an ``export --append`` (or ``--replace``) publishes a new store in
+    DIR's place, and the next call reads that one, its run list and runs.parquet included, so the run list
+    and the numbers of one call always come from the same store.  (An export that lands *during* a call
+    may still be seen half by that call; the next call is whole again.)
     """
 
     def __init__(self, path: str | os.PathLike, *, engine: str = "duckdb", spark: Any = None,
@@ -70,14 +77,22 @@ class Campaign:
                 import pyspark  # noqa: F401
             except ImportError:
                 raise ImportError("engine='spark' needs PySpark (and Java 17+): pip install capbench-nb[spark]") from None
-        self.store = open_store(path)
         self.path = Path(path)
+        self._store, self._stamp = open_store(path), _stamp(self.path)
         self.engine = engine
         self._spark, self._spark_conf, self._duckdb_config = spark, spark_conf, dict(duckdb_config or {})
         self._con = None
 
     def __repr__(self) -> str:
         return f"Campaign({str(self.path)!r}, {len(self.run_ids)} runs, engine={self.engine!r})"
+
+    @property
+    def store(self) -> Store:
+        """The store as it is now: read again when an export has published a new one since the last call."""
+        stamp = _stamp(self.path)
+        if stamp != self._stamp:
+            self._store, self._stamp = open_store(self.path), stamp
+        return self._store
 
     @property
     def run_ids(self) -> list[str]:
@@ -97,14 +112,15 @@ class Campaign:
         dated run; at equal times the run later in store order wins.  A null ``by`` (a run without
         ``config.model``) is a value of its own.  ``c.board(c.latest())`` is the board of each model's latest run.
         """
-        runs = self.runs
+        store = self.store
+        runs = store.runs
         if by not in runs.columns:
             raise ValueError(f"by must be a column of runs.parquet ({', '.join(runs.columns)}), not {by!r}")
         frame = pd.DataFrame({"key": runs[by].astype(object).where(runs[by].notna(), None),
                               "when": pd.to_datetime(runs["created_at"], utc=True, errors="coerce", format="ISO8601"),
                               "position": range(len(runs))})
         last = frame.sort_values(["when", "position"], na_position="first").groupby("key", dropna=False).tail(1)
-        return [self.run_ids[i] for i in sorted(last["position"])]
+        return [store.run_ids[i] for i in sorted(last["position"])]
 
     def run(self, run_id: str) -> Run:
         """The run ``run_id`` read from Parquet: the :class:`Run` ``load_run`` gives from its directory."""
@@ -137,37 +153,30 @@ class Campaign:
     def counts(self) -> pd.DataFrame:
         """Per run, in store order: ``run_id``, ``k``, ``tasks_planned`` and the pass counts (exact integers)."""
         columns = ["run_id", "k", "tasks_planned"] + list(dict.fromkeys(n for _, s, d in COUNT_COLUMNS for n in (s, d)))
-        if not self.run_ids:
+        run_ids = self.store.run_ids
+        if not run_ids:
             return pd.DataFrame({c: pd.Series([], dtype="string" if c == "run_id" else "int64") for c in columns})
         try:
             attempts, runs = self.tables()
             table = self._backend().to_pyarrow(run_counts(attempts, runs)).to_pandas()
         except Exception:  # the engine's own error type; a damaged part file is named as bad input instead
-            damaged = corrupt_part(self.path, self.run_ids)
+            damaged = corrupt_part(self.path, run_ids)
             if damaged is None:
                 raise
             raise damaged from None
-        order = {rid: i for i, rid in enumerate(self.run_ids)}
+        order = {rid: i for i, rid in enumerate(run_ids)}
         table = table.sort_values("run_id", key=lambda s: s.map(order)).reset_index(drop=True)
         return table[columns].astype({c: "int64" for c in columns[1:]}).astype({"run_id": "string"})
 
     def rates(self) -> dict[str, dict[str, Rate]]:
         """``{run_id: {"pass@1": Rate, "pass@k": Rate, "pass^k": Rate}}``, each run at its own k."""
-        out = {}
-        for row in self.counts().to_dict("records"):
-            k = int(row["k"])
-            out[row["run_id"]] = {
-                metric: Rate.of(int(row[s]), int(row[d]), int(row["tasks_planned"]),
-                                metric=metric.replace("k", str(k)) if metric != "pass@1" else metric)
-                for metric, s, d in COUNT_COLUMNS}
-        return out
+        return {rid: by_metric for rid, _, by_metric in _rates_of(self.counts())}
 
     def metrics(self) -> pd.DataFrame:
         """One row per run and metric: ``run_id``, ``k``, ``metric``, ``value``, ``successes``, ``n``,
         ``ci_low``, ``ci_high``, ``coverage`` (the rates of metrics.json, nullable dtypes)."""
-        ks = dict(zip(self.run_ids, self.store.runs["k"].astype(int)))
-        rows = [{"run_id": rid, "k": ks[rid], "metric": metric, **rate.to_dict()}
-                for rid, by_metric in self.rates().items() for metric, rate in by_metric.items()]
+        rows = [{"run_id": rid, "k": k, "metric": metric, **rate.to_dict()}
+                for rid, k, by_metric in _rates_of(self.counts()) for metric, rate in by_metric.items()]
         frame = pd.DataFrame(rows, columns=["run_id", "k", "metric", "value", "successes", "n", "ci_low", "ci_high",
                                             "coverage"])
         return frame.astype({"run_id": "string", "k": "Int64", "metric": "string", "value": "Float64",
@@ -188,6 +197,28 @@ class Campaign:
         if self._con is not None and self.engine == "duckdb":
             self._con.disconnect()
         self._con = None
+
+
+def _rates_of(counts: pd.DataFrame) -> list[tuple[str, int, dict[str, Rate]]]:
+    """``(run_id, k, {metric: Rate})`` per row of :meth:`Campaign.counts`, each run at its own k."""
+    out = []
+    for row in counts.to_dict("records"):
+        k = int(row["k"])
+        out.append((row["run_id"], k, {
+            metric: Rate.of(int(row[s]), int(row[d]), int(row["tasks_planned"]),
+                            metric=metric.replace("k", str(k)) if metric != "pass@1" else metric)
+            for metric, s, d in COUNT_COLUMNS}))
+    return out
+
+
+def _stamp(path: Path) -> tuple | None:
+    """What changes when an export publishes a new store at ``path`` (it swaps in a new folder, with a new
+    runs.parquet); None when there is no runs.parquet to stat (``open_store`` then says why)."""
+    try:
+        folder, runs = os.stat(path), os.stat(path / RUNS_FILE)
+    except OSError:
+        return None
+    return folder.st_ino, folder.st_dev, runs.st_ino, runs.st_mtime_ns, runs.st_size
 
 
 def campaign(path: str | os.PathLike, *, engine: str = "duckdb", spark: Any = None,

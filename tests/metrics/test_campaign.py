@@ -141,3 +141,22 @@ def test_latest_run_per_model_by_created_at(tmp_path):
         c.latest(by="provider")
     board = c.board(c.latest(), resamples=0)
     assert [r["run_id"] for r in board["runs"]] == ["b-dated", "none-1", "a-tie", "c-only"]
+
+
+def test_an_open_campaign_follows_an_append_and_a_replace(tmp_path):
+    def run(i: int, code: str, rid: str) -> Path:
+        return write_run(tmp_path / f"r{i}", {**manifest([("t1", 1), ("t2", 1)]), "run_id": rid},
+                         [record("t1", 1, code), record("t2", 1, "S")])
+
+    store = export_campaign([run(0, "S", "first")], tmp_path / "s")
+    c = cb.campaign(store)
+    assert c.run_ids == ["first"] and c.rates()["first"]["pass@1"].successes == 2
+    export_campaign([run(1, "A", "second")], store, append=True)
+    # the run list, runs.parquet and the counts all come from the new store, in its order
+    assert c.run_ids == ["first", "second"] and list(c.runs["run_id"]) == ["first", "second"]
+    assert list(c.counts()["run_id"]) == ["first", "second"]
+    assert c.rates()["second"]["pass@1"].successes == 1
+    assert list(c.metrics()["run_id"].unique()) == ["first", "second"] and c.latest() == ["second"]
+    export_campaign([run(2, "A", "first")], store, append=True, replace=True)
+    assert c.rates()["first"]["pass@1"].successes == 1  # the replaced run's new attempts
+    assert c.run("first").records["success"].sum() == 1
