@@ -2,11 +2,13 @@
 
     .venv/bin/python benchmarks/subset_quality.py              # the table of docs/subset.md (~1 min)
     .venv/bin/python benchmarks/subset_quality.py --seeds 2    # a quick look
+    .venv/bin/python benchmarks/subset_quality.py --grid --seeds 32   # the targets over 12 worlds (~6 min)
+    .venv/bin/python benchmarks/subset_quality.py --calibrate  # this world's task spread beside tau-bench's
 
 The world (seeded; the same arguments print the same table): T = 116 tasks (AndroidWorld's count) in 12
-apps of unequal size; task t has difficulty ``b_t ~ N(0, 1.3^2)`` and discrimination
+apps of unequal size; task t has difficulty ``b_t ~ N(0, 1.3^2)`` (``--difficulty-sd``) and discrimination
 ``a_t ~ LogNormal(0, 0.35^2)`` (so the toolkit's Rasch model is *misspecified*: it assumes a_t = 1);
-agent i has ability ``theta_i ~ N(0, 1)`` and an app effect ``u_i,app``; the success probability of
+agent i has ability ``theta_i ~ N(0, 1)`` (``--ability-sd``) and an app effect ``u_i,app``; the success probability of
 every attempt is ``p_it = sigmoid(a_t (theta_i + u_i,app(t) - b_t))`` and 5% of attempts are not
 agent-eligible (they enter no denominator).  The truth of an agent is its expected full-suite pass@1,
 ``mean_t p_it``.  Six training agents run every task k = 3 times, with app effects ``N(0, 0.3^2)``; twelve
@@ -52,12 +54,21 @@ RANDOM_SUBSETS = 100
 METHODS = ("stratified-rasch", "global-rasch", "full suite, k = 1", "random 40, plain mean")
 
 
-def world(rng: np.random.Generator) -> dict:
+#: the world's spreads (logits): task difficulty ``b_t ~ N(0, DIFFICULTY_SD^2)``, agent ability ``N(0, ABILITY_SD^2)``
+DIFFICULTY_SD, ABILITY_SD = 1.3, 1.0
+#: ``--grid``: the worlds of the sensitivity table, (difficulty sd, ability sd)
+GRID = [(b, t) for b in (1.3, 1.8, 2.0, 2.5) for t in (0.5, 0.7, 1.0)]
+#: ``--calibrate``: real per-trial results to set the difficulty spread against (tau-bench, gpt-4o, airline:
+#: 50 tasks x 4 trials; source and license in tests/data/taubench/README.md)
+REAL_TRIALS = Path(__file__).resolve().parents[1] / "tests" / "data" / "taubench" / "gpt-4o-airline.trials.jsonl"
+
+
+def world(rng: np.random.Generator, difficulty_sd: float = DIFFICULTY_SD, ability_sd: float = ABILITY_SD) -> dict:
     apps = np.repeat(np.arange(len(APP_SIZES)), APP_SIZES)
-    b = rng.normal(0.0, 1.3, apps.size)
+    b = rng.normal(0.0, difficulty_sd, apps.size)
     a = rng.lognormal(0.0, 0.35, apps.size)
     agents = TRAIN + HELD
-    theta = rng.normal(0.0, 1.0, agents)
+    theta = rng.normal(0.0, ability_sd, agents)
     effect = rng.normal(0.0, 0.3, (agents, len(APP_SIZES)))
     for i in range(TRAIN + HELD - NEW, agents):  # new scaffolds: strong on some apps, weak on others
         order = rng.permutation(len(APP_SIZES))
@@ -79,9 +90,9 @@ def tau_b(x, y) -> float:
     return float(kendalltau(x, y).statistic)
 
 
-def one_seed(seed: int) -> dict:
+def one_seed(seed: int, difficulty_sd: float = DIFFICULTY_SD, ability_sd: float = ABILITY_SD) -> dict:
     rng = np.random.default_rng([26, seed])
-    w = world(rng)
+    w = world(rng, difficulty_sd, ability_sd)
     strata = [str(v) for v in w["apps"]]
     train_n, train_s = attempts(rng, w["p"][:TRAIN], K)
     theta, b = fit_rasch(train_n, train_s)
@@ -123,18 +134,93 @@ def summarise(rows, truth) -> dict:
             "coverage_new": float(hit[new].mean()), "width": float((high - low).mean())}
 
 
+def averaged(results: list[dict], name: str) -> dict:
+    """The figures of estimator ``name``, averaged over the seeds."""
+    return {key: float(np.mean([r[name][key] for r in results])) for key in results[0][name]}
+
+
+def targets(results: list[dict]) -> tuple[bool, bool, bool, bool]:
+    """Issue 26's four targets for ``stratified-rasch``: tau_b >= 0.9 x the full run's, MAE <= the full
+    run's, MAE <= 0.8 x the random subsets', coverage >= 0.85."""
+    ours, full, rand = (averaged(results, n) for n in ("stratified-rasch", "full suite, k = 1", "random 40, plain mean"))
+    return (ours["tau"] >= 0.9 * full["tau"], ours["mae"] <= full["mae"], ours["mae"] <= 0.8 * rand["mae"],
+            ours["coverage"] >= 0.85)
+
+
+def logit_spread(successes: np.ndarray, trials: int) -> float:
+    """The sd ``s`` of the task logits of one agent, ``logit p_t ~ N(mu, s^2)``, by marginal maximum likelihood
+    on its per-task success counts out of ``trials`` (a logit-normal binomial mixture, 60-point Gauss-Hermite)."""
+    from scipy.optimize import minimize
+    from scipy.stats import binom
+
+    x, w = np.polynomial.hermite_e.hermegauss(60)
+    w = w / w.sum()
+
+    def nll(par):
+        p = expit(par[0] + np.exp(par[1]) * x)
+        return -np.log((binom.pmf(successes[:, None], trials, p[None, :]) * w).sum(axis=1)).sum()
+
+    return float(np.exp(minimize(nll, [0.0, 0.0], method="Nelder-Mead").x[1]))
+
+
+def calibrate(difficulty_sd: float, ability_sd: float) -> str:
+    """The real suite's task-logit spread beside this world's (one agent, 4 attempts per task, both)."""
+    import json
+
+    rows = [json.loads(line) for line in REAL_TRIALS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    counts = {}
+    for row in rows:
+        counts[row["task_id"]] = counts.get(row["task_id"], 0) + (row["reward"] == 1.0)
+    real = logit_spread(np.array(list(counts.values())), 4)
+    rng = np.random.default_rng(26)
+    spreads = []
+    for _ in range(200):  # one agent of this world on its 116 tasks, 4 attempts each, fitted the same way
+        p = world(rng, difficulty_sd, ability_sd)["p"][0]
+        spreads.append(logit_spread(rng.binomial(4, p), 4))
+    return (f"task-logit spread of one agent (4 attempts per task, logit-normal fit): tau-bench airline gpt-4o "
+            f"{real:.2f} ({len(counts)} tasks); this world (difficulty sd {difficulty_sd}, ability sd {ability_sd}) "
+            f"{np.median(spreads):.2f} (median of 200 agents, 116 tasks)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=8, help="worlds simulated (default 8)")
+    parser.add_argument("--difficulty-sd", type=float, default=DIFFICULTY_SD, help="task difficulty sd, logits")
+    parser.add_argument("--ability-sd", type=float, default=ABILITY_SD, help="agent ability sd, logits")
+    parser.add_argument("--grid", action="store_true", help="the targets over a grid of the two spreads instead")
+    parser.add_argument("--calibrate", action="store_true", help="the world's task-logit spread beside a real suite's")
     args = parser.parse_args(argv)
-    results = [one_seed(seed) for seed in range(args.seeds)]
+    if args.calibrate:
+        print(calibrate(args.difficulty_sd, args.ability_sd))
+        return 0
+    if args.grid:
+        return grid(args.seeds)
+    results = [one_seed(seed, args.difficulty_sd, args.ability_sd) for seed in range(args.seeds)]
     print(f"subset quality: T = {sum(APP_SIZES)} tasks in {len(APP_SIZES)} apps, N = {SIZE}, k = {K}, "
-          f"{TRAIN} training runs, {HELD} held-out agents ({NEW} new app profiles), {args.seeds} seeds")
+          f"{TRAIN} training runs, {HELD} held-out agents ({NEW} new app profiles), {args.seeds} seeds, "
+          f"difficulty sd {args.difficulty_sd}, ability sd {args.ability_sd}")
     print(f"{'estimator':<24} {'tau_b':>6} {'MAE':>7} {'MAE new':>8} {'cover':>6} {'cover new':>9} {'width':>6}")
     for name in METHODS:
-        m = {key: float(np.mean([r[name][key] for r in results])) for key in results[0][name]}
+        m = averaged(results, name)
         print(f"{name:<24} {m['tau']:6.3f} {m['mae']:7.4f} {m['mae_new']:8.4f} {m['coverage']:6.1%} "
               f"{m['coverage_new']:9.1%} {m['width']:6.3f}")
+    print("targets (tau_b, MAE vs full, MAE vs 0.8 random, coverage): "
+          + ", ".join("met" if ok else "NOT met" for ok in targets(results)))
+    return 0
+
+
+def grid(seeds: int) -> int:
+    """The sensitivity table: per world of :data:`GRID`, the method's MAE, both MAE lines and the targets."""
+    print(f"subset quality over worlds ({seeds} seeds each): stratified-rasch against issue 26's targets")
+    print(f"{'difficulty sd':>13} {'ability sd':>10} {'tau_b':>6} {'MAE':>7} {'full MAE':>8} {'0.8 rand':>8} "
+          f"{'cover':>6}  targets met")
+    for difficulty_sd, ability_sd in GRID:
+        results = [one_seed(seed, difficulty_sd, ability_sd) for seed in range(seeds)]
+        ours, full, rand = (averaged(results, n) for n in ("stratified-rasch", "full suite, k = 1",
+                                                           "random 40, plain mean"))
+        met = targets(results)
+        print(f"{difficulty_sd:>13} {ability_sd:>10} {ours['tau']:6.3f} {ours['mae']:7.4f} {full['mae']:8.4f} "
+              f"{0.8 * rand['mae']:8.4f} {ours['coverage']:6.1%}  {'all' if all(met) else f'{sum(met)} of 4'}")
     return 0
 
 
