@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/subset_quality.py              # the table of docs/subset.md (~1 min)
     .venv/bin/python benchmarks/subset_quality.py --seeds 2    # a quick look
-    .venv/bin/python benchmarks/subset_quality.py --grid --seeds 32   # the targets over 12 worlds (~6 min)
+    .venv/bin/python benchmarks/subset_quality.py --grid --seeds 32   # the targets over 12 worlds (~5 min)
     .venv/bin/python benchmarks/subset_quality.py --calibrate  # this world's task spread beside tau-bench's
 
 The world (seeded; the same arguments print the same table): T = 116 tasks (AndroidWorld's count) in 12
