@@ -38,6 +38,7 @@ from capbench_nb.cli_options import add_skip_evidence as _add_skip_evidence, pos
 from capbench_nb.cli_suite import add_subset_parsers as _add_subset_parsers, add_suite_parsers as _add_suite_parsers
 from capbench_nb.cli_suite import cmd_suite as _cmd_suite
 from capbench_nb.cli_export import add_export_parser as _add_export_parser, cmd_export as _cmd_export
+from capbench_nb.cli_simulate import add_simulate_parser, cmd_simulate
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,20 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record attempts with broken artifacts as unknown, ineligible records with ingest_error")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress display on stderr (default: only on a terminal)")
-    p = sub.add_parser("simulate", help="write a realistic synthetic run (seeded, reproducible)")
-    p.add_argument("--tasks", type=_positive, required=True, metavar="N", help="number of planned tasks")
-    p.add_argument("--repeats", type=_positive, required=True, metavar="R", help="planned repeats per task")
-    p.add_argument("--seed", type=int, required=True, metavar="S", help="random seed: same arguments, same bytes")
-    p.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to create (must not exist, or be empty)")
-    p.add_argument("--artifacts", action="store_true",
-                   help="write attempts/<task>/<attempt>/ artifacts (then derive results.jsonl with ingest)")
-    p.add_argument("--selector", type=_probability, default=None, metavar="ACCURACY",
-                   help="also write selection.jsonl: a best-of-k selector whose pick succeeds with this probability "
-                        "on a task with a success among attempts 1..k (its truth goes into simulation.json)")
-    p.add_argument("--lock", metavar="FILE", help="simulate a run of this frozen suite (spec section 12): the manifest "
-                                                  "names the lock, every attempt has a preflight")
-    p.add_argument("--drift", type=_probability, default=0.0, metavar="RATE",
-                   help="with --lock: the probability that an attempt's device drifted from the lock (default 0)")
+    add_simulate_parser(sub)
     _add_import_parser(sub)
     _add_board_parsers(sub)
     _add_suite_parsers(sub)
@@ -218,16 +206,6 @@ def _threshold(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc) if "threshold" in str(exc) else f"{text!r} is not a number") from None
 
 
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:  # NaN fails too
-        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1], got {text}")
-    return value
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
@@ -492,23 +470,6 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_simulate(args: argparse.Namespace) -> int:
-    from capbench_nb.simulation.writer import simulate_run
-
-    selector = {} if args.selector is None else {"selector_accuracy": args.selector}  # absent: the same bytes as before
-    if args.lock is not None:
-        from capbench_nb.records.lock import load_lock
-
-        selector.update(lock=load_lock(args.lock), drift=args.drift)
-    elif args.drift:
-        print(f"{PROG}: error: --drift needs --lock [rule: usage]", file=sys.stderr)
-        return EXIT_INVALID
-    path = simulate_run(args.out, tasks=args.tasks, repeats=args.repeats, seed=args.seed, artifacts=args.artifacts,
-                        **selector)
-    print(path)
-    return EXIT_OK
-
-
 def _cmd_import(args: argparse.Namespace) -> int:
     from capbench_nb.records.importers import import_inspect, import_tau2bench, import_taubench
 
@@ -540,7 +501,7 @@ def _shared_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _shared_parser().parse_args(argv)
     handler = getattr(args, "subset_handler", None) or {"metrics": _cmd_metrics, "verify": _cmd_verify, "report": _cmd_report,
-               "ingest": _cmd_ingest, "simulate": _cmd_simulate, "compare": _cmd_compare,
+               "ingest": _cmd_ingest, "simulate": cmd_simulate, "compare": _cmd_compare,
                "gate": _cmd_gate,
                "import": _cmd_import, "board": _cmd_board, "verify-board": _cmd_verify_board,
                "suite": _cmd_suite, "export": _cmd_export}[args.command]

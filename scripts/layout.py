@@ -29,7 +29,8 @@ STAGES = {
     "metrics": 3,
     "simulation": 4,
     "outputs": 5,
-    "cli": 6, "cli_options": 6, "cli_suite": 6, "cli_export": 6, "cli_reference": 6, "__init__": 6,
+    "cli": 6, "cli_options": 6, "cli_suite": 6, "cli_export": 6, "cli_simulate": 6, "cli_reference": 6,
+    "__init__": 6,
 }
 
 #: the page packages of ``outputs/``: each holds its builder, its views and its notebook runner, and

@@ -70,13 +70,14 @@ def _options(tasks: int, repeats: int, seed: int, options: dict) -> SimulationOp
     return opt
 
 
-def _manifest(seed: int, opt: SimulationOptions, plan_tasks: list[PlannedTask], *, partial: bool) -> dict:
+def _manifest(seed: int, opt: SimulationOptions, plan_tasks: list[PlannedTask], *, partial: bool,
+              run_id: str | None = None, created_at: str | None = None) -> dict:
     """manifest.json of the simulated run (spec section 2)."""
     return {
         "schema_version": RUN_SCHEMA_VERSION,
-        "run_id": f"sim-{seed}",
+        "run_id": f"sim-{seed}" if run_id is None else run_id,
         "suite": {"name": "mobile-core-sim", "version": "2026.11"},
-        "created_at": CREATED_AT,
+        "created_at": CREATED_AT if created_at is None else created_at,
         "status": "partial" if partial else "completed",
         "runner": {"name": "capbench-nb-simulator", "version": SIMULATOR_VERSION},
         "config": {"model": opt.model, "provider": opt.provider, "platform": opt.platform, "judge": opt.judge},
@@ -89,8 +90,12 @@ def _manifest(seed: int, opt: SimulationOptions, plan_tasks: list[PlannedTask], 
     }
 
 
-def build_run(*, tasks: int, repeats: int, seed: int, artifacts: bool = False, **options: Any) -> SimulatedRun:
+def build_run(*, tasks: int, repeats: int, seed: int, artifacts: bool = False, run_id: str | None = None,
+              created_at: str | None = None, **options: Any) -> SimulatedRun:
     """Draw a run without touching the disk (see :func:`simulate_run` for the arguments)."""
+    for name, value in (("run_id", run_id), ("created_at", created_at)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
     opt = _options(tasks, repeats, seed, options)
     plan_tasks, shape = draw_plan(tasks, repeats, seed, opt)
 
@@ -102,7 +107,8 @@ def build_run(*, tasks: int, repeats: int, seed: int, artifacts: bool = False, *
         drawn.extend(draw_attempt(task, n, seed, opt) for n in numbers)
     drawn.sort(key=lambda a: _sort_key(a.task.task_id, a.attempt))
 
-    manifest = _manifest(seed, opt, plan_tasks, partial=bool(shape["missing"] or shape["empty"]))
+    manifest = _manifest(seed, opt, plan_tasks, partial=bool(shape["missing"] or shape["empty"]), run_id=run_id,
+                         created_at=created_at)
     parameters = {"tasks": tasks, "repeats": repeats, "seed": seed, "artifacts": artifacts, **opt.as_json()}
     records = [attempt_truth(a, opt, artifacts=artifacts) for a in drawn]
     lines, selection = [], None
@@ -161,6 +167,19 @@ def _write(path: Path, text: str) -> None:
         fh.write(text)
 
 
+def _write_attempts(out: Path, run: SimulatedRun, documents, digest: str | None, *, artifacts: bool) -> None:
+    """The attempts: their artifact directories (``artifacts``), else results.jsonl as ingest would derive it."""
+    if artifacts:
+        for a in run.attempts:
+            for name, doc in documents(a).items():
+                _write(out / attempt_dir(a) / name, _dump_lines(doc))
+        return
+    from capbench_nb.records.ingest import record_line  # the line format ingest writes
+
+    lines = [record_line(_derived_record(a, run.options, documents(a), digest)) for a in run.attempts]
+    _write(out / "results.jsonl", "".join(lines))
+
+
 def _locked(run: SimulatedRun, lock, drift: float, seed: int, artifacts: bool) -> tuple[SimulatedRun, dict]:
     """The run as a run of ``lock`` with its preflights (:mod:`capbench_nb.simulation.drift`), or as it is."""
     if lock is None:
@@ -181,6 +200,8 @@ def simulate_run(
     artifacts: bool = False,
     lock: Any = None,
     drift: float = 0.0,
+    run_id: str | None = None,
+    created_at: str | None = None,
     **options: Any,
 ) -> Path:
     """Write a realistic, seeded run directory and its ground truth ``simulation.json``.
@@ -203,6 +224,9 @@ def simulate_run(
         ``extra_attempts``, ``price_table`` and ``selector_accuracy``).
     lock, drift : Lock and float, optional
         A run of this frozen suite, each attempt drifted with probability ``drift`` (:mod:`~capbench_nb.simulation.drift`).
+    run_id, created_at : str, optional
+        The manifest's ``run_id`` (default ``sim-<seed>``) and ``created_at`` (default :data:`CREATED_AT`: the
+        simulator reads no clock), for runs that stand for different runs of a campaign.  Neither changes a draw.
 
     Returns
     -------
@@ -220,7 +244,8 @@ def simulate_run(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InvalidRunError(str(out), "output-exists",
                               "the output exists and is not an empty directory; give a new run directory")
-    run = build_run(tasks=tasks, repeats=repeats, seed=seed, artifacts=artifacts, **options)
+    run = build_run(tasks=tasks, repeats=repeats, seed=seed, artifacts=artifacts, run_id=run_id, created_at=created_at,
+                    **options)
     opt = run.options
     run, preflights = _locked(run, lock, drift, seed, artifacts)
     digest = lock.digest if lock is not None else None
@@ -237,15 +262,7 @@ def simulate_run(
 
         _write(out / "suite.lock.json", dumps_lock(lock))
     _write(out / "manifest.json", json.dumps(run.manifest, ensure_ascii=False, indent=2) + "\n")
-    if artifacts:
-        for a in run.attempts:
-            for name, doc in documents(a).items():
-                _write(out / attempt_dir(a) / name, _dump_lines(doc))
-    else:
-        from capbench_nb.records.ingest import record_line  # the line format ingest writes
-
-        lines = [record_line(_derived_record(a, opt, documents(a), digest)) for a in run.attempts]
-        _write(out / "results.jsonl", "".join(lines))
+    _write_attempts(out, run, documents, digest, artifacts=artifacts)
     if run.selection:
         _write(out / "selection.jsonl", "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n"
                                                 for line in run.selection))
