@@ -44,10 +44,12 @@ def _non_empty(text: str) -> str:
 
 
 def _open_probability(text: str) -> Fraction:
-    """``text`` as an exact fraction strictly between 0 and 1 (so that 0.6 gives success_alpha 1.5 exactly)."""
-    if not 0.0 < probability(text) < 1.0:
+    """``text`` as the exact fraction of its shortest decimal, strictly between 0 and 1 (so that 0.6 gives
+    success_alpha 1.5 exactly, where the binary 0.6 would give 1.4999999999999998)."""
+    value = probability(text)
+    if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text}")
-    return Fraction(text.strip())
+    return Fraction(repr(value))  # any text float() reads (1e-1, 0.5_0) gives a decimal Fraction reads
 
 
 def _iso_time(text: str) -> str:
