@@ -1,6 +1,6 @@
 """How well a representative subset estimates and ranks agents, by simulation with known truth (issue 26).
 
-    .venv/bin/python benchmarks/subset_quality.py              # the table of docs/subset.md (~1 min)
+    .venv/bin/python benchmarks/subset_quality.py              # the table of docs/subset.md (7-30 s)
     .venv/bin/python benchmarks/subset_quality.py --seeds 2    # a quick look
     .venv/bin/python benchmarks/subset_quality.py --grid --seeds 32   # the targets over 12 worlds (~5 min)
     .venv/bin/python benchmarks/subset_quality.py --calibrate  # this world's task spread beside tau-bench's
@@ -63,14 +63,15 @@ GRID = [(b, t) for b in (1.3, 1.8, 2.0, 2.5) for t in (0.5, 0.7, 1.0)]
 REAL_TRIALS = Path(__file__).resolve().parents[1] / "tests" / "data" / "taubench" / "gpt-4o-airline.trials.jsonl"
 
 
-def world(rng: np.random.Generator, difficulty_sd: float = DIFFICULTY_SD, ability_sd: float = ABILITY_SD) -> dict:
+def world(rng: np.random.Generator, difficulty_sd: float = DIFFICULTY_SD, ability_sd: float = ABILITY_SD,
+          train: int = TRAIN) -> dict:
     apps = np.repeat(np.arange(len(APP_SIZES)), APP_SIZES)
     b = rng.normal(0.0, difficulty_sd, apps.size)
     a = rng.lognormal(0.0, 0.35, apps.size)
-    agents = TRAIN + HELD
+    agents = train + HELD
     theta = rng.normal(0.0, ability_sd, agents)
     effect = rng.normal(0.0, 0.3, (agents, len(APP_SIZES)))
-    for i in range(TRAIN + HELD - NEW, agents):  # new scaffolds: strong on some apps, weak on others
+    for i in range(agents - NEW, agents):  # new scaffolds: strong on some apps, weak on others
         order = rng.permutation(len(APP_SIZES))
         third = len(APP_SIZES) // 3
         effect[i, order[:third]] = 1.2
@@ -90,17 +91,18 @@ def tau_b(x, y) -> float:
     return float(kendalltau(x, y).statistic)
 
 
-def one_seed(seed: int, difficulty_sd: float = DIFFICULTY_SD, ability_sd: float = ABILITY_SD) -> dict:
+def one_seed(seed: int, difficulty_sd: float = DIFFICULTY_SD, ability_sd: float = ABILITY_SD,
+             train: int = TRAIN) -> dict:
     rng = np.random.default_rng([26, seed])
-    w = world(rng, difficulty_sd, ability_sd)
+    w = world(rng, difficulty_sd, ability_sd, train)
     strata = [str(v) for v in w["apps"]]
-    train_n, train_s = attempts(rng, w["p"][:TRAIN], K)
+    train_n, train_s = attempts(rng, w["p"][:train], K)
     theta, b = fit_rasch(train_n, train_s)
     sigma_e = residual_sd(train_n, train_s)
     counts = {v: strata.count(v) for v in dict.fromkeys(strata)}
     chosen = choose_tasks(b, strata, apportion(counts, SIZE), np.random.default_rng(seed),
                           weights=information(theta, b))
-    held_p, truth = w["p"][TRAIN:], w["truth"][TRAIN:]
+    held_p, truth = w["p"][train:], w["truth"][train:]
     sub_n, sub_s = attempts(rng, held_p[:, chosen], K)
     out = {}
     for name, tau in (("stratified-rasch", TAU), ("global-rasch", 0.0)):
@@ -191,6 +193,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=8, help="worlds simulated (default 8)")
     parser.add_argument("--difficulty-sd", type=float, default=DIFFICULTY_SD, help="task difficulty sd, logits")
     parser.add_argument("--ability-sd", type=float, default=ABILITY_SD, help="agent ability sd, logits")
+    parser.add_argument("--training-runs", type=int, default=TRAIN, help=f"training runs (default {TRAIN})")
     parser.add_argument("--grid", action="store_true", help="the targets over a grid of the two spreads instead")
     parser.add_argument("--calibrate", action="store_true", help="the world's task-logit spread beside a real suite's")
     args = parser.parse_args(argv)
@@ -199,9 +202,9 @@ def main(argv=None) -> int:
         return 0
     if args.grid:
         return grid(args.seeds)
-    results = [one_seed(seed, args.difficulty_sd, args.ability_sd) for seed in range(args.seeds)]
+    results = [one_seed(seed, args.difficulty_sd, args.ability_sd, args.training_runs) for seed in range(args.seeds)]
     print(f"subset quality: T = {sum(APP_SIZES)} tasks in {len(APP_SIZES)} apps, N = {SIZE}, k = {K}, "
-          f"{TRAIN} training runs, {HELD} held-out agents ({NEW} new app profiles), {args.seeds} seeds, "
+          f"{args.training_runs} training runs, {HELD} held-out agents ({NEW} new app profiles), {args.seeds} seeds, "
           f"difficulty sd {args.difficulty_sd}, ability sd {args.ability_sd}")
     print(f"{'estimator':<24} {'tau_b':>6} {'MAE':>7} {'MAE new':>8} {'cover':>6} {'cover new':>9} {'width':>6}")
     for name in METHODS:
