@@ -132,7 +132,8 @@ def _cmd_suite_select(args: argparse.Namespace) -> int:
 
 def _cmd_suite_estimate(args: argparse.Namespace) -> int:
     from capbench_nb.metrics.subset import estimate_run
-    from capbench_nb.outputs.subset.files import estimate_line, read_subset, write_estimate
+    from capbench_nb.outputs.subset.files import estimate_line, write_estimate
+    from capbench_nb.records.subset import read_subset
     from capbench_nb.records.run import load_run
 
     subset = read_subset(args.subset)

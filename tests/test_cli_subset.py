@@ -127,18 +127,28 @@ def test_runs_with_no_eligible_attempt_on_most_tasks(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("damage", ["schema", "unknown-task"])
+DAMAGES = {  # a hand edit of subset.json, and the words of its one error line
+    "schema": (lambda d: d.update(schema_version="capbench.subset/9"), "capbench.subset/1"),
+    "unknown-task": (lambda d: d["tasks"].__setitem__(0, "no.such.task"), "'no.such.task'"),
+    "repeated-task": (lambda d: d["tasks"].__setitem__(1, d["tasks"][0]), "/tasks/1 repeats"),
+    "size": (lambda d: d.update(size=99), "/tasks has 5 task_ids, /size says 99"),
+    "no-full-suite": (lambda d: d["estimator"].update(full_suite=[]), "/estimator/full_suite has 0 tasks"),
+    "text-ability": (lambda d: d["estimator"].update(theta_mean="abc"), "/estimator/theta_mean must be a number"),
+    "no-draws": (lambda d: d["estimator"].update(draws=0), "/estimator/draws must be >= 1"),
+    "negative-sd": (lambda d: d["estimator"].update(sigma_e=-1), "/estimator/sigma_e must be >= 0"),
+    "null-difficulty": (lambda d: d["estimator"]["full_suite"][0].update(difficulty=None), "must be a number, not null"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
 def test_a_subset_of_another_schema_or_with_unknown_tasks(runs, tmp_path, damage):
     out = tmp_path / "sub"
     assert cli("suite", "select", *runs, "--size", "5", "--out", out, "--no-html")[0] == 0
     doc = json.loads((out / "subset.json").read_text(encoding="utf-8"))
-    if damage == "schema":
-        doc["schema_version"] = "capbench.subset/9"
-    else:
-        doc["tasks"][0] = "no.such.task"
+    edit, words = DAMAGES[damage]
+    edit(doc)
     (tmp_path / "bad.json").write_text(json.dumps(doc), encoding="utf-8")
     rc, _, err = cli("suite", "estimate", runs[0], "--subset", tmp_path / "bad.json", "--out", tmp_path / "e")
     line = one_error_line(err)
-    assert rc == 2 and "[rule: subset]" in line
-    assert ("capbench.subset/1" in line) if damage == "schema" else ("'no.such.task'" in line)
+    assert rc == 2 and "[rule: subset]" in line and words in line, line
     assert not (tmp_path / "e").exists()

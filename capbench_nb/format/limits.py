@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "MAX_LOCK_BYTES", "MAX_PLAN_TASKS",
-           "MAX_IMPORT_LOG_BYTES",
+           "MAX_IMPORT_LOG_BYTES", "MAX_SUBSET_BYTES",
            "MAX_EVAL_DECOMPRESSED_BYTES", "MAX_EVAL_MEMBERS", "LIMITS", "is_safe_number", "safe_numbers"]
 
 #: Largest number accepted in a numeric field: 2**53 - 1, the largest integer a
@@ -61,6 +61,11 @@ MAX_EVAL_DECOMPRESSED_BYTES = 1 << 30
 #: central directory is read (``eval-too-many-members``).
 MAX_EVAL_MEMBERS = 200_000
 
+#: Largest subset.json that ``suite estimate`` reads, in bytes: 100 MiB, as a lock.  A subset of a
+#: 116-task suite is about 40 kB (each common task's difficulty, each chosen task's pass rates); a
+#: larger file is refused unread (``subset-too-large``).
+MAX_SUBSET_BYTES = 100 << 20
+
 
 #: Every limit as (name, value, what it bounds, the rule id of a refusal): the table the reference
 #: page (docs/format-reference.md) renders.
@@ -75,6 +80,7 @@ LIMITS = (
     ("MAX_EVAL_DECOMPRESSED_BYTES", MAX_EVAL_DECOMPRESSED_BYTES,
      "most bytes the members of an inspect .eval archive decompress to, in total", "eval-too-large"),
     ("MAX_EVAL_MEMBERS", MAX_EVAL_MEMBERS, "most members of an inspect .eval archive", "eval-too-many-members"),
+    ("MAX_SUBSET_BYTES", MAX_SUBSET_BYTES, "largest subset.json suite estimate reads, in bytes", "subset-too-large"),
 )
 
 

@@ -14,6 +14,7 @@ from capbench_nb.format.fields import (
     SUITE_FIELDS, Field,
 )
 from capbench_nb.format.lock import LOCK, PREFLIGHT
+from capbench_nb.format.subset import SUBSET_FIELDS, SUBSET_RULES
 from capbench_nb.format.limits import LIMITS, MAX_SAFE_NUMBER
 from capbench_nb.format.rules import ARTIFACT_RULES, CHECKS, INVARIANTS, MANIFEST_RULES
 from capbench_nb.format.telemetry import TELEMETRY
@@ -151,6 +152,12 @@ def render() -> str:
             " and enters the digest. attempt.json's optional `preflight`:", ""]
     out += _fields(PREFLIGHT, dtypes=False)
     out += ["The lock:", ""] + _fields(LOCK, dtypes=False)
+    out += ["## subset.json as suite estimate reads it", "",
+            "`suite select` writes it (spec section 13); `suite estimate` checks the values it reads in this order and"
+            " reports the first problem (rule `subset`; `*`: every index of a list), then the rules between values:",
+            ""]
+    out += _fields(SUBSET_FIELDS, dtypes=False)
+    out += _table(("check", "the document must satisfy"), [(f"`{name}`", text) for name, text in SUBSET_RULES])
     out += ["## Every other rule", ""]
     out += _table(("rule", "concerns", "refuses unless"), [(f"`{c.id}`", c.file, c.description) for c in CHECKS])
     return "\n".join(out).rstrip("\n") + "\n"

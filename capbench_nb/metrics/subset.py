@@ -20,6 +20,7 @@ from scipy.stats import kendalltau
 
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format.lock import LOCK_FILE
+from capbench_nb.format.subset import ESTIMATE_SCHEMA, SUBSET_RULE, SUBSET_SCHEMA
 from capbench_nb.io.atomic import dumps
 from capbench_nb.metrics.board import common_ground
 from capbench_nb.metrics.document import compute_metrics
@@ -29,12 +30,11 @@ from capbench_nb.metrics.subset_model import (DRAWS, PRIOR_SD, TAU, apportion, c
                                               fit_rasch, information, plain_mean, residual_sd)
 from capbench_nb.records.lock import lock_digest
 from capbench_nb.records.run import Run
+from capbench_nb.records.subset import subset_problems
 
 __all__ = ["SUBSET_SCHEMA", "ESTIMATE_SCHEMA", "METHOD", "GLOBAL_METHOD", "MISSING_LABEL", "RANDOM_SUBSETS", "Outcomes",
            "run_outcomes", "select_subset", "estimate_run", "subset_estimate", "restrict_lock", "subset_lock"]
 
-SUBSET_SCHEMA = "capbench.subset/1"
-ESTIMATE_SCHEMA = "capbench.estimate/1"
 METHOD = "stratified-rasch"
 #: The method's name without ``--strata``: one ability per run, systematic sampling over the whole suite.
 GLOBAL_METHOD = "global-rasch"
@@ -42,7 +42,7 @@ GLOBAL_METHOD = "global-rasch"
 MISSING_LABEL = "(missing)"
 #: Random subsets of the validation's baseline.
 RANDOM_SUBSETS = 100
-RULE = "subset"
+RULE = SUBSET_RULE
 
 
 @dataclass(frozen=True)
@@ -244,8 +244,12 @@ def estimate_run(run: Run, subset: dict) -> dict:
     Raises
     ------
     InvalidRunError
-        A subset task missing from the run's plan.
+        A subset document with a problem (:func:`capbench_nb.records.subset.subset_problems`), or a subset
+        task missing from the run's plan.
     """
+    problems = subset_problems(subset)
+    if problems:
+        raise _error(problems[0], "(subset)")
     tasks = list(subset["tasks"])
     planned = set(run.plan["task_id"].astype(object).map(str))
     missing = [t for t in tasks if t not in planned]

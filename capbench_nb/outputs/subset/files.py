@@ -15,6 +15,7 @@ from pathlib import Path
 
 from capbench_nb.errors import InvalidRunError
 from capbench_nb.format.lock import LOCK_FILE
+from capbench_nb.format.subset import SUBSET_FILE
 from capbench_nb.io.atomic import dumps, write_atomic
 from capbench_nb.metrics.subset import RULE
 from capbench_nb.records.lock import dumps_lock
@@ -22,9 +23,8 @@ from capbench_nb.outputs.html.escaping import md_escape
 from capbench_nb.outputs.html.formatting import fmt_interval, fmt_pct
 
 __all__ = ["SUBSET_FILE", "SUBSET_MARKDOWN", "ESTIMATE_FILE", "LOCK_FILE", "subset_markdown", "write_subset",
-           "read_subset", "read_handed", "write_estimate", "estimate_line"]
+           "read_handed", "write_estimate", "estimate_line"]
 
-SUBSET_FILE = "subset.json"
 SUBSET_MARKDOWN = "subset.md"
 ESTIMATE_FILE = "estimate.json"
 
@@ -71,16 +71,6 @@ def _read_json(path: Path) -> dict:
         raise InvalidRunError(str(path), RULE, f"cannot read JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise InvalidRunError(str(path), RULE, "not a JSON object")
-    return doc
-
-
-def read_subset(path: str | os.PathLike) -> dict:
-    """subset.json (a file, or a directory holding one), checked for its schema."""
-    path = Path(path)
-    path = path / SUBSET_FILE if path.is_dir() else path
-    doc = _read_json(path)
-    if doc.get("schema_version") != "capbench.subset/1" or not isinstance(doc.get("estimator"), dict):
-        raise InvalidRunError(str(path), RULE, "not a capbench.subset/1 document with an estimator")
     return doc
 
 
