@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit
 
+from capbench_nb.errors import InvalidRunError
 from capbench_nb.io.atomic import dumps
 from capbench_nb.metrics.subset import estimate_run, run_outcomes, select_subset, subset_estimate, task_counts
 from capbench_nb.metrics.subset_model import apportion, choose_tasks, estimate_full, fit_rasch
@@ -150,3 +151,11 @@ def test_estimate_document_counts_only_subset_tasks(runs):
     assert rate["coverage"] == pytest.approx(len(first) / 10)
     full = est["pass@1"]["full_suite"]
     assert full["method"] == "stratified-rasch" and 0 <= full["ci_low"] <= full["value"] <= full["ci_high"] <= 1
+
+
+def test_estimate_refuses_a_subset_document_with_a_repeated_task(runs):
+    doc = select_subset(runs, size=10, strata="app", seed=0)
+    doc = {**doc, "tasks": doc["tasks"][:9] + doc["tasks"][:1]}  # 10 task_ids, 9 tasks: counted twice before
+    with pytest.raises(InvalidRunError) as info:
+        estimate_run(runs[1], doc)
+    assert info.value.rule == "subset" and "/tasks/9 repeats" in str(info.value)
