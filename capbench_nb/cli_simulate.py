@@ -7,15 +7,18 @@ import sys
 from datetime import datetime
 from fractions import Fraction
 
-from capbench_nb.cli_options import EXIT_INVALID, EXIT_OK, PROG, positive, probability
+from capbench_nb.cli_options import EXIT_INVALID, EXIT_OK, PROG, Limit, probability
 
 __all__ = ["add_simulate_parser", "cmd_simulate"]
 
 
 def add_simulate_parser(sub) -> None:
     p = sub.add_parser("simulate", help="write a realistic synthetic run (seeded, reproducible)")
-    p.add_argument("--tasks", type=positive, required=True, metavar="N", help="number of planned tasks")
-    p.add_argument("--repeats", type=positive, required=True, metavar="R", help="planned repeats per task")
+    # the limits `metrics` holds a run to: a run simulate writes is one every command reads
+    p.add_argument("--tasks", type=Limit("MAX_PLAN_TASKS"), required=True, metavar="N",
+                   help="number of planned tasks, at most %(type)s")
+    p.add_argument("--repeats", type=Limit("MAX_REPEATS"), required=True, metavar="R",
+                   help="planned repeats per task, at most %(type)s")
     p.add_argument("--seed", type=int, required=True, metavar="S", help="random seed: same arguments, same bytes")
     p.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to create (must not exist, or be empty)")
     p.add_argument("--artifacts", action="store_true",

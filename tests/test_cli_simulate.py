@@ -9,7 +9,7 @@ import pytest
 
 import capbench_nb as cb
 from capbench_nb.simulation.writer import CREATED_AT, simulate_run
-from conftest import cli, tree_hashes
+from conftest import check_error, cli, tree_hashes
 
 BASE = ["simulate", "--tasks", "8", "--repeats", "2", "--seed", "5"]
 
@@ -64,3 +64,24 @@ def test_bad_values_are_one_line_exit_2_and_write_nothing(tmp_path, option, valu
     assert rc == 2 and out == "" and says in err and err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("capbench-nb simulate: error:") or err.startswith("capbench-nb: error:")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("option,value,says", [
+    ("--repeats", "10001", "argument --repeats: must be at most 10,000 (MAX_REPEATS), got 10001"),
+    ("--tasks", "1000001", "argument --tasks: must be at most 1,000,000 (MAX_PLAN_TASKS), got 1000001"),
+    ("--repeats", "0", "argument --repeats: must be at least 1, got 0"),
+])
+def test_a_run_above_the_limits_metrics_holds_it_to_is_a_usage_error(tmp_path, option, value, says):
+    """Before, --repeats 10001 wrote a run that `metrics` then refused (repeats-too-large)."""
+    from capbench_nb.format import MAX_PLAN_TASKS, MAX_REPEATS
+
+    assert (MAX_REPEATS, MAX_PLAN_TASKS) == (10_000, 1_000_000)  # the numbers the messages show
+    rc, out, err = cli(*BASE, "--out", tmp_path / "r", option, value)
+    assert rc == 2 and out == "" and check_error(err, rule="usage") and says in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_help_states_the_limits(capsys):
+    rc, out, _ = cli("simulate", "--help")
+    text = " ".join(out.split())
+    assert rc == 0 and "at most 10,000 (MAX_REPEATS)" in text and "at most 1,000,000 (MAX_PLAN_TASKS)" in text
