@@ -34,7 +34,7 @@ from capbench_nb.metrics.options import QUARANTINE_THRESHOLD, WARNING_CODES
 __all__ = ["main"]
 
 from capbench_nb.cli_options import EXIT_DISAGREE, EXIT_INVALID, EXIT_OK, EXIT_REPORT, PROG  # noqa: F401
-from capbench_nb.cli_options import add_skip_evidence as _add_skip_evidence, positive as _positive
+from capbench_nb.cli_options import add_skip_evidence as _add_skip_evidence, seed as _seed
 from capbench_nb.cli_suite import add_subset_parsers as _add_subset_parsers, add_suite_parsers as _add_suite_parsers
 from capbench_nb.cli_suite import cmd_suite as _cmd_suite
 from capbench_nb.cli_export import add_export_parser as _add_export_parser, cmd_export as _cmd_export
@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a warning kind that is intended, e.g. model when comparing two models on one suite: "
                         "still printed and shown, marked allowed, but --strict does not fail on it "
                         f"(repeatable; kinds: {', '.join(WARNING_CODES)})")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, metavar="S", help="bootstrap seed (default 0)")
     p.add_argument("--allow-invalid", action="store_true",
                    help="skip invalid lines of results.jsonl in either run, listing each under anomalies")
     _add_skip_evidence(p)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from capbench_nb.cli_options import EXIT_DISAGREE, EXIT_INVALID, EXIT_OK, EXIT_REPORT, PROG, add_skip_evidence, positive
+from capbench_nb.cli_options import seed
 from capbench_nb.errors import InvalidRunError, one_line
 
 __all__ = ["add_suite_parsers", "add_subset_parsers", "cmd_suite"]
@@ -90,7 +91,7 @@ def add_subset_parsers(sub) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="three or more run directories of one suite")
     p.add_argument("--size", type=positive, required=True, metavar="N", help="number of tasks to choose")
     p.add_argument("--strata", metavar="DIM", default=None, help="a plan label (e.g. app) whose values each keep tasks")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the choice and the validation (default 0)")
+    p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed of the choice and the validation (default 0)")
     p.add_argument("--lock", metavar="LOCK", default=None, help="write DIR/suite.lock.json: LOCK restricted to the subset")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--html", action=argparse.BooleanOptionalAction, default=True,

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_RUN, encode_lines, failed_record, full_record, outcomes
+from conftest import SAMPLE_RUN, check_error, cli, encode_lines, failed_record, full_record, outcomes
 from conftest import manifest as plan_manifest
 from conftest import write_run as write_outcomes_run
 
@@ -687,6 +687,17 @@ def test_compare_bad_input_is_exit_2_before_any_notebook(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "truncated-line" in err[0]
     assert not out.exists() or not list(out.iterdir())
+
+
+@pytest.mark.parametrize("seed, says", [
+    ("-1", "argument --seed: must be at least 0, got -1"),  # before: exit 3, numpy's ValueError in cell 2
+    ("9007199254740992", "argument --seed: must be at most 9,007,199,254,740,991 (MAX_SAFE_NUMBER)"),
+])
+def test_compare_seed_out_of_range_is_a_usage_error(two_runs, tmp_path, seed, says):
+    out = tmp_path / "cmp"
+    rc, stdout, err = cli("compare", *two_runs, "--seed", seed, "--out", out)
+    assert (rc, stdout) == (2, "") and check_error(err, rule="usage") and says in err
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- compare --allow-diff

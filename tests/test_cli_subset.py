@@ -152,3 +152,15 @@ def test_a_subset_of_another_schema_or_with_unknown_tasks(runs, tmp_path, damage
     line = one_error_line(err)
     assert rc == 2 and "[rule: subset]" in line and words in line, line
     assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize("seed, says", [
+    ("-1", "argument --seed: must be at least 0, got -1"),  # before: numpy's ValueError as a traceback, exit 1
+    ("9007199254740992", "argument --seed: must be at most 9,007,199,254,740,991 (MAX_SAFE_NUMBER)"),
+    ("x", "argument --seed: 'x' is not an integer"),
+])
+def test_a_seed_out_of_range_is_a_usage_error(runs, tmp_path, seed, says):
+    rc, out, err = cli("suite", "select", *runs, "--size", "5", "--seed", seed, "--out", tmp_path / "o")
+    line = one_error_line(err)
+    assert (rc, out) == (2, "") and says in line and line.endswith(" [rule: usage]")
+    assert not (tmp_path / "o").exists()
