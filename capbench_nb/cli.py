@@ -34,7 +34,7 @@ from capbench_nb.metrics.options import QUARANTINE_THRESHOLD, WARNING_CODES
 __all__ = ["main"]
 
 from capbench_nb.cli_options import EXIT_DISAGREE, EXIT_INVALID, EXIT_OK, EXIT_REPORT, PROG  # noqa: F401
-from capbench_nb.cli_options import add_skip_evidence as _add_skip_evidence, seed as _seed
+from capbench_nb.cli_options import Limit as _Limit, add_skip_evidence as _add_skip_evidence, seed as _seed
 from capbench_nb.cli_suite import add_subset_parsers as _add_subset_parsers, add_suite_parsers as _add_suite_parsers
 from capbench_nb.cli_suite import cmd_suite as _cmd_suite
 from capbench_nb.cli_export import add_export_parser as _add_export_parser, cmd_export as _cmd_export
@@ -127,7 +127,7 @@ def _add_board_parsers(sub) -> None:
     p.add_argument("--campaign", metavar="STORE", default=None,
                    help="read the runs from a campaign store (capbench-nb export): writes board.json and board.md")
     p.add_argument("--out", metavar="DIR", default=None, help="output directory (default: ./board)")
-    # options parsed in _board_options, so that a bad value is one line (argparse prints its usage too)
+    # options parsed in _board_options, so that a bad value says [rule: board-options] as verify-board does
     p.add_argument("--metric", default="pass@1", metavar="M",
                    help="the metric of groups, ranks and the frontier: pass@1 (default), pass@k, pass^k, or "
                         "selected@k when every run has a selection.jsonl at the common k")
@@ -135,7 +135,8 @@ def _add_board_parsers(sub) -> None:
                    help="a run joins a group when its Holm-adjusted p against the group's first run is >= A "
                         "(default 0.05)")
     p.add_argument("--seed", default="0", metavar="S", help="seed of the rank bootstrap (default 0)")
-    p.add_argument("--resamples", default="2000", metavar="B", help="bootstrap resamples (default 2000; 0: none)")
+    p.add_argument("--resamples", default="2000", metavar="B",
+                   help="bootstrap resamples, at most %(limit)s (default 2000; 0: none)").limit = _Limit("MAX_RESAMPLES")
     p.add_argument("--allow-invalid", action="store_true",
                    help="skip invalid lines of results.jsonl in any run, listing each under anomalies")
     _add_skip_evidence(p)
@@ -367,8 +368,9 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     return EXIT_CODES[doc["decision"]]
 
 
-def _board_options(args: argparse.Namespace) -> dict:
-    """``metric``, ``alpha``, ``seed`` and ``resamples`` of ``board``, checked; ValueError (one sentence) if not."""
+def _board_options(args: argparse.Namespace, runs: int | None) -> dict:
+    """``metric``, ``alpha``, ``seed`` and ``resamples`` of ``board``, checked (and ``runs``, the number of runs,
+    unless None); ValueError (one sentence) if not."""
     from capbench_nb.metrics.board import check_board_options
 
     def number(kind, name: str, text: str):
@@ -379,27 +381,36 @@ def _board_options(args: argparse.Namespace) -> dict:
 
     options = {"metric": args.metric, "alpha": number(float, "alpha", args.alpha),
                "seed": number(int, "seed", args.seed), "resamples": number(int, "resamples", args.resamples)}
-    check_board_options(**options, runs=len(args.runs))
+    check_board_options(**options, runs=runs)
     return options
+
+
+def _board_refused(exc: ValueError) -> int:
+    print(f"{PROG}: error: {one_line(exc)} [rule: board-options]", file=sys.stderr)
+    return EXIT_INVALID
 
 
 def _cmd_board_campaign(args: argparse.Namespace) -> int:
     """``board --campaign STORE [RUN_ID...]``: the board of section 10 from a campaign store (section 14)."""
+    from capbench_nb.metrics.board import check_board_options
     from capbench_nb.metrics.campaign import campaign
     from capbench_nb.outputs.board.files import write_board
 
+    try:
+        options = _board_options(args, None)  # before the store is opened
+    except ValueError as exc:
+        return _board_refused(exc)
     store = campaign(args.campaign)
     ids = list(args.runs) or store.run_ids
     try:
-        options = _board_options(argparse.Namespace(**{**vars(args), "runs": ids}))
+        check_board_options(**options, runs=len(ids))
         for rid in set(ids) - set(store.run_ids):
             store.run(rid)  # an unknown run_id: InvalidRunError naming it (exit 2)
         doc = store.board(ids, **options)
     except ValueError as exc:
         if isinstance(exc, InvalidRunError):
             raise
-        print(f"{PROG}: error: {one_line(exc)} [rule: board-options]", file=sys.stderr)
-        return EXIT_INVALID
+        return _board_refused(exc)
     json_path, _ = write_board(doc, Path(args.out) if args.out else Path("board"))
     print(json_path)
     return EXIT_OK
@@ -413,14 +424,13 @@ def _cmd_board(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else Path("board")
     try:
-        options = _board_options(args)  # checked before any run is read
+        options = _board_options(args, len(args.runs))  # checked before any run is read
         path = build_board(args.runs, out, **options, allow_invalid=args.allow_invalid,
                            skip_evidence=args.skip_evidence, progress=args.progress)
     except InvalidRunError:
         raise  # a run, or the output directory: reported by main with its own rule
     except ValueError as exc:  # a usage error; --metric selected@k while some run has none is known once runs are read
-        print(f"{PROG}: error: {one_line(exc)} [rule: board-options]", file=sys.stderr)
-        return EXIT_INVALID
+        return _board_refused(exc)
     except ReportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_REPORT

@@ -798,3 +798,38 @@ def test_cluster_with_as_many_groups_as_tasks_is_the_plain_standard_error(tmp_pa
     # 0.5625 +- t_{0.975, 7} * se; t_{0.975, 7} = 2.364624251592784 (scipy.stats.t.ppf(0.975, 7))
     assert app["ci_low"] == pytest.approx(rate["value"] - 2.364624251592784 * rate["se"], rel=1e-12)
     assert app["ci_high"] == pytest.approx(rate["value"] + 2.364624251592784 * rate["se"], rel=1e-12)
+
+
+# --------------------------------------------------------------------------- board options (MAX_RESAMPLES)
+
+
+@pytest.fixture(scope="module")
+def store(two_runs, tmp_path_factory):
+    path = tmp_path_factory.mktemp("store") / "camp"
+    assert cli("export", *two_runs, "--out", path)[0] == 0
+    return path
+
+
+def test_board_resamples_above_the_limit_is_refused_before_any_run_is_read(two_runs, store, tmp_path):
+    """Before: a MemoryError, as a traceback (--campaign) or a failed notebook (exit 3)."""
+    says = "resamples must be an integer from 0 to 1,000,000 (MAX_RESAMPLES), got "
+    for where, resamples in ((two_runs, "100000000000"), (["--campaign", store], "3000000000"),
+                             ([tmp_path / "missing-a", tmp_path / "missing-b"], "1000001")):
+        rc, out, err = cli("board", *where, "--resamples", resamples, "--out", tmp_path / "b")
+        assert (rc, out) == (2, "") and check_error(err, rule="board-options") and says + resamples in err
+        assert not (tmp_path / "b").exists()
+    rc, out, _ = cli("board", "--help")
+    assert rc == 0 and "at most 1,000,000 (MAX_RESAMPLES)" in " ".join(out.split())
+
+
+def test_verify_board_refuses_resamples_above_the_limit_in_board_json(two_runs, tmp_path):
+    from capbench_nb.outputs.board.files import write_board
+
+    doc = json.loads(dumps(cb.board(list(two_runs), resamples=10)))
+    write_board(doc, tmp_path)
+    assert cli("verify-board", tmp_path, *two_runs)[0] == 0
+    doc["resamples"] = 10**12  # before: a MemoryError traceback
+    (tmp_path / "board.json").write_text(json.dumps(doc), encoding="utf-8")
+    rc, out, err = cli("verify-board", tmp_path, *two_runs)
+    assert (rc, out) == (2, "") and check_error(err, rule="board-options")
+    assert f"{tmp_path}/board.json: cannot recompute this board: resamples must be an integer from 0 to 1,000,000" in err

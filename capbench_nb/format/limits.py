@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MAX_SAFE_NUMBER", "MAX_REPEATS", "MAX_LINE_BYTES", "MAX_MANIFEST_BYTES", "MAX_LOCK_BYTES", "MAX_PLAN_TASKS",
-           "MAX_IMPORT_LOG_BYTES", "MAX_SUBSET_BYTES",
+           "MAX_IMPORT_LOG_BYTES", "MAX_SUBSET_BYTES", "MAX_RESAMPLES",
            "MAX_EVAL_DECOMPRESSED_BYTES", "MAX_EVAL_MEMBERS", "LIMITS", "is_safe_number", "safe_numbers"]
 
 #: Largest number accepted in a numeric field: 2**53 - 1, the largest integer a
@@ -65,6 +65,13 @@ MAX_EVAL_MEMBERS = 200_000
 #: 116-task suite is about 40 kB (each common task's difficulty, each chosen task's pass rates); a
 #: larger file is refused unread (``subset-too-large``).
 MAX_SUBSET_BYTES = 100 << 20
+#: Most resamples of a board's rank bootstrap (``board --resamples``, ``cb.board(resamples=)``, the
+#: ``resamples`` that ``verify-board`` reads back from board.json): 1,000,000, 500 times the default
+#: 2,000.  The B ranks of every run are held in memory and each resample draws every common task
+#: (time grows with B x runs x tasks, memory with B x runs): 50 runs of 1,000 tasks at the limit took
+#: 26 s and 0.9 GB.  Without a limit, 3,000,000,000 resamples of 3 runs ended in a MemoryError (numpy
+#: asked for 67.1 GiB at once).  More is refused before any run is read (``board-options``).
+MAX_RESAMPLES = 1_000_000
 
 
 #: Every limit as (name, value, what it bounds, the rule id of a refusal): the table the reference
@@ -81,6 +88,7 @@ LIMITS = (
      "most bytes the members of an inspect .eval archive decompress to, in total", "eval-too-large"),
     ("MAX_EVAL_MEMBERS", MAX_EVAL_MEMBERS, "most members of an inspect .eval archive", "eval-too-many-members"),
     ("MAX_SUBSET_BYTES", MAX_SUBSET_BYTES, "largest subset.json suite estimate reads, in bytes", "subset-too-large"),
+    ("MAX_RESAMPLES", MAX_RESAMPLES, "most resamples of a board's rank bootstrap", "board-options"),
 )
 
 

@@ -64,6 +64,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from capbench_nb._version import __version__
+from capbench_nb.format import MAX_RESAMPLES
 from capbench_nb.metrics.board_stats import board_groups, board_ranks, holm_adjust, pair_tests, rank_intervals
 from capbench_nb.metrics.compatibility import (WARNING_CODES, compatibility_warnings, plan_ids, show_value,
                                               suite_identity)
@@ -113,8 +114,8 @@ def check_board_options(*, metric: str, alpha: float, seed: int, resamples: int,
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
     if type(seed) is not int or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    if type(resamples) is not int or resamples < 0:
-        raise ValueError(f"resamples must be an integer >= 0, got {resamples!r}")
+    if type(resamples) is not int or not 0 <= resamples <= MAX_RESAMPLES:
+        raise ValueError(f"resamples must be an integer from 0 to {MAX_RESAMPLES:,} (MAX_RESAMPLES), got {resamples!r}")
 
 
 def common_ground(runs: Sequence[Run]) -> tuple[list[str], list[str], int]:
@@ -403,7 +404,7 @@ def board(runs: Sequence[Run], *, metric: str = "pass@1", alpha: float = 0.05, s
     seed : int, default 0
         Seed of the rank bootstrap (:func:`numpy.random.default_rng`).
     resamples : int, default 2000
-        Bootstrap resamples B (0: no rank interval).
+        Bootstrap resamples B (0: no rank interval), at most :data:`~capbench_nb.format.MAX_RESAMPLES`.
 
     Returns
     -------

@@ -105,7 +105,8 @@ def test_options_and_too_few_runs_are_refused_in_one_sentence(tmp_path):
                          ({"metric": "pass@2"}, "unknown board metric 'pass@2'"),
                          ({"alpha": 0.0}, "alpha must be a number in (0, 1)"),
                          ({"seed": -1}, "seed must be an integer >= 0"),
-                         ({"resamples": 1.5}, "resamples must be an integer >= 0")):
+                         ({"resamples": 1.5}, "resamples must be an integer from 0 to 1,000,000 (MAX_RESAMPLES)"),
+                         ({"resamples": 10**12}, "resamples must be an integer from 0 to 1,000,000 (MAX_RESAMPLES)")):
         with pytest.raises(ValueError, match=text.replace("(", r"\(").replace(")", r"\)")):
             board([a] if not kwargs else [a, a], **kwargs)
 

@@ -89,7 +89,7 @@ def test_verify_lists_each_disagreement(runs, tmp_path):
     (["board", "{a}"], "board-options", "a board compares at least 2 runs, got 1"),
     (["board", "{a}", "{b}", "--metric", "pass@3"], "board-options", "unknown board metric 'pass@3'"),
     (["board", "{a}", "{b}", "--alpha", "0,05"], "board-options", "--alpha takes a number, got '0,05'"),
-    (["board", "{a}", "{b}", "--resamples", "-1"], "board-options", "resamples must be an integer >= 0"),
+    (["board", "{a}", "{b}", "--resamples", "-1"], "board-options", "resamples must be an integer from 0 to 1,000,000"),
     (["board", "{a}", "{missing}"], "run-dir", "the run directory does not exist"),
     (["verify-board", "{missing}", "{a}", "{b}"], "board-missing", "no board.json to verify"),
 ])
