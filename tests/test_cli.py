@@ -833,3 +833,13 @@ def test_verify_board_refuses_resamples_above_the_limit_in_board_json(two_runs, 
     rc, out, err = cli("verify-board", tmp_path, *two_runs)
     assert (rc, out) == (2, "") and check_error(err, rule="board-options")
     assert f"{tmp_path}/board.json: cannot recompute this board: resamples must be an integer from 0 to 1,000,000" in err
+
+
+def test_board_seed_outside_the_number_rule_is_refused(two_runs, tmp_path):
+    """board.json records the seed: above 2**53 - 1 it was written as is (and verified) though no JSON reader
+    represents it exactly."""
+    for seed in ("-1", "9007199254740992"):
+        rc, out, err = cli("board", *two_runs, "--seed", seed, "--out", tmp_path / "b")
+        assert (rc, out) == (2, "") and check_error(err, rule="board-options")
+        assert f"seed must be an integer from 0 to 9,007,199,254,740,991 (MAX_SAFE_NUMBER), got {seed}" in err
+        assert not (tmp_path / "b").exists()

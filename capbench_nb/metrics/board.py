@@ -64,7 +64,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from capbench_nb._version import __version__
-from capbench_nb.format import MAX_RESAMPLES
+from capbench_nb.format import MAX_RESAMPLES, MAX_SAFE_NUMBER
 from capbench_nb.metrics.board_stats import board_groups, board_ranks, holm_adjust, pair_tests, rank_intervals
 from capbench_nb.metrics.compatibility import (WARNING_CODES, compatibility_warnings, plan_ids, show_value,
                                               suite_identity)
@@ -112,8 +112,8 @@ def check_board_options(*, metric: str, alpha: float, seed: int, resamples: int,
         raise ValueError(f"unknown board metric {metric!r}; the metrics are {', '.join(BOARD_METRIC_CHOICES)}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    if type(seed) is not int or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if type(seed) is not int or not 0 <= seed <= MAX_SAFE_NUMBER:  # board.json records it: the number rule
+        raise ValueError(f"seed must be an integer from 0 to {MAX_SAFE_NUMBER:,} (MAX_SAFE_NUMBER), got {seed!r}")
     if type(resamples) is not int or not 0 <= resamples <= MAX_RESAMPLES:
         raise ValueError(f"resamples must be an integer from 0 to {MAX_RESAMPLES:,} (MAX_RESAMPLES), got {resamples!r}")
 

@@ -104,7 +104,8 @@ def test_options_and_too_few_runs_are_refused_in_one_sentence(tmp_path):
     for kwargs, text in (({}, "a board compares at least 2 runs, got 1"),
                          ({"metric": "pass@2"}, "unknown board metric 'pass@2'"),
                          ({"alpha": 0.0}, "alpha must be a number in (0, 1)"),
-                         ({"seed": -1}, "seed must be an integer >= 0"),
+                         ({"seed": -1}, "seed must be an integer from 0 to 9,007,199,254,740,991 (MAX_SAFE_NUMBER)"),
+                         ({"seed": 2**53}, "seed must be an integer from 0 to 9,007,199,254,740,991"),
                          ({"resamples": 1.5}, "resamples must be an integer from 0 to 1,000,000 (MAX_RESAMPLES)"),
                          ({"resamples": 10**12}, "resamples must be an integer from 0 to 1,000,000 (MAX_RESAMPLES)")):
         with pytest.raises(ValueError, match=text.replace("(", r"\(").replace(")", r"\)")):
