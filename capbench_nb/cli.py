@@ -282,7 +282,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     try:
         allowed = check_warning_kinds(args.allow_diff)
     except ValueError as exc:  # a usage error, reported before any run is read
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(exc, limit=1000)} [rule: usage]", file=sys.stderr)
         return EXIT_INVALID
     out = Path(args.out) if args.out else Path("comparison")
     try:
@@ -557,8 +557,8 @@ def _dispatch(handler, args: argparse.Namespace) -> int:
                                   f"`{PROG} ingest {Path(exc.file).parent}` first", line=exc.line, pointer=exc.pointer)
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
-    except UnknownSliceError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+    except UnknownSliceError as exc:  # --slice or --cluster DIM: a usage error, known once the run is read
+        print(f"{PROG}: error: {one_line(exc, limit=1000)} [rule: usage]", file=sys.stderr)
         return EXIT_INVALID
     except OSError as exc:  # e.g. an output directory that cannot be written
         name = f"{one_line(exc.filename)}: " if exc.filename else ""  # ENOSPC often comes without one

@@ -605,6 +605,17 @@ def test_an_unknown_dimension_creates_no_output_directory(tmp_path, capsys, opti
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.parametrize("command", ["metrics", "report"])
+@pytest.mark.parametrize("option", ["--slice", "--cluster"])
+def test_an_unknown_dimension_is_a_usage_error_with_its_rule(tmp_path, command, option):
+    """Before, the line was the only usage line without a [rule: ...]."""
+    out = tmp_path / "out"
+    rc, stdout, err = cli(command, SAMPLE_RUN, "--out", out, option, "colour")
+    assert (rc, stdout) == (2, "") and check_error(err, rule="usage")
+    assert "unknown slice dimension 'colour'; plan labels: ['app', 'platform']" in err
+    assert not out.exists()
+
+
 def test_quarantine_threshold_and_clusters_are_recorded_and_verified(tmp_path, capsys):
     assert main(["metrics", str(SAMPLE_RUN), "--out", str(tmp_path), "--quarantine-threshold", "0.7",
                  "--cluster", "app", "--cluster", "app", "--cluster", "model"]) == 0
@@ -748,9 +759,11 @@ def test_compare_allow_diff_unknown_kind_is_a_usage_error(two_models, tmp_path, 
     a, b, _ = two_models
     out = tmp_path / "cmp"
     assert main(["compare", str(a), str(b), "--out", str(out), "--strict", "--allow-diff", "models"]) == 2
-    err = capsys.readouterr().err.splitlines()
+    text = capsys.readouterr().err
+    assert check_error(text, rule="usage")  # before: no [rule: ...], unlike every other usage line
+    err = text.splitlines()
     assert len(err) == 1 and err[0].startswith('capbench-nb: error: unknown warning kind "models" for --allow-diff')
-    assert "model, config, toolkit_version, evaluation_contract" in err[0]
+    assert "model, config, toolkit_version, evaluation_contract [rule: usage]" in err[0]
     assert not out.exists()
 
 
