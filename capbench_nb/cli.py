@@ -402,10 +402,12 @@ def _cmd_board_campaign(args: argparse.Namespace) -> int:
         return _board_refused(exc)
     store = campaign(args.campaign)
     ids = list(args.runs) or store.run_ids
+    known = set(store.run_ids)
+    for rid in ids:  # the first unknown run_id, in the order given, before the count: InvalidRunError naming it
+        if rid not in known:
+            store.run(rid)
     try:
         check_board_options(**options, runs=len(ids))
-        for rid in set(ids) - set(store.run_ids):
-            store.run(rid)  # an unknown run_id: InvalidRunError naming it (exit 2)
         doc = store.board(ids, **options)
     except ValueError as exc:
         if isinstance(exc, InvalidRunError):

@@ -856,3 +856,12 @@ def test_board_seed_outside_the_number_rule_is_refused(two_runs, tmp_path):
         assert (rc, out) == (2, "") and check_error(err, rule="board-options")
         assert f"seed must be an integer from 0 to 9,007,199,254,740,991 (MAX_SAFE_NUMBER), got {seed}" in err
         assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("ids, unknown", [(["nosuch"], "nosuch"), (["zz", "sim-1", "nosuch"], "zz")])
+def test_board_campaign_names_an_unknown_run_id_before_counting_the_runs(store, tmp_path, ids, unknown):
+    """Before, one unknown id said "a board compares at least 2 runs, got 1"; of several, a set's order chose."""
+    rc, out, err = cli("board", "--campaign", store, *ids, "--out", tmp_path / "b")
+    assert (rc, out) == (2, "") and check_error(err, rule="campaign-unknown-run")
+    assert f"run_id '{unknown}' is not in the store" in err
+    assert not (tmp_path / "b").exists()
