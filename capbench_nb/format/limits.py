@@ -65,6 +65,7 @@ MAX_EVAL_MEMBERS = 200_000
 #: 116-task suite is about 40 kB (each common task's difficulty, each chosen task's pass rates); a
 #: larger file is refused unread (``subset-too-large``).
 MAX_SUBSET_BYTES = 100 << 20
+
 #: Most resamples of a board's rank bootstrap (``board --resamples``, ``cb.board(resamples=)``, the
 #: ``resamples`` that ``verify-board`` reads back from board.json): 1,000,000, 500 times the default
 #: 2,000.  The B ranks of every run are held in memory and each resample draws every common task
