@@ -19,13 +19,13 @@ from typing import Any, Iterator
 
 import rfc8785
 
-from capbench_nb.errors import InvalidRunError
+from capbench_nb.errors import InvalidRunError, Violation
 from capbench_nb.format.limits import MAX_LOCK_BYTES
 from capbench_nb.format.lock import (
     LOCK, LOCK_NONEMPTY, LOCK_UNIQUE, SECRET_KEY_WORDS, SECRET_KEYS, SECRET_PREFIXES,
 )
 from capbench_nb.io.files import FileTooLarge, input_errors, read_regular_file
-from capbench_nb.io.jsonparse import json_type_name, parse_document, short, size_text
+from capbench_nb.io.jsonparse import json_type_name, max_int_digits, parse_document, short, size_text
 from capbench_nb.io.pointer import escape_token
 
 __all__ = ["Lock", "lock_digest", "lock_problems", "check_lock", "load_lock", "read_spec", "make_lock",
@@ -285,19 +285,110 @@ def load_lock(path: str | os.PathLike) -> Lock:
     return check_lock(doc, file)
 
 
+#: Deepest nesting of a YAML spec's values.  PyYAML composes a node by recursion (two frames a level), and so do
+#: the checks, the digest and the writing of the lock (one frame a level), within Python's 1,000 frames: a spec
+#: written 500 deep is refused by the loader itself, and aliases can nest deeper than the text (``b: &b [*a]``,
+#: ``c: &c [*b]``, ...), so the document is measured too.  A lock of this toolkit is a few levels deep.
+MAX_SPEC_DEPTH = 400
+
+
 def _yaml_loader():
     import yaml  # a dependency of papermill; only a YAML spec needs it
 
     class Loader(yaml.SafeLoader):
-        """YAML's safe loader, with timestamps kept as the strings they were written as."""
+        """YAML's safe loader, with timestamps kept as the strings they were written as, an integer too long for
+        Python refused, and a merged mapping's pairs kept once."""
+
+        def flatten_mapping(self, node):
+            # PyYAML before 6.0.4 copies the pairs of a merged mapping once per alias of it, so nested merges
+            # (``<<: [*a, *a]``) grow exponentially while loading (yaml/pyyaml#897): keep each pair once, its
+            # last copy, the one construct_mapping lets win.
+            super().flatten_mapping(node)
+            seen: set[int] = set()
+            kept = [pair for pair in reversed(node.value) if not (id(pair) in seen or seen.add(id(pair)))]
+            node.value = kept[::-1]
+
+    def construct_int(loader, node):
+        try:
+            return yaml.SafeLoader.construct_yaml_int(loader, node)
+        except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+            raise Violation("number-too-large", f"the integer at line {node.start_mark.line + 1} is longer than "
+                            f"{max_int_digits()} digits, above 2**53-1") from None
 
     Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
     return yaml, Loader
+
+
+def _scalar_bytes(value: Any) -> int:
+    """The fewest bytes the JSON text of a scalar takes (a string without escapes, a number of one digit)."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if value is None or value is True:
+        return 4
+    return 5 if value is False else 1
+
+
+def _container_size(node: dict | list, measured: dict[int, tuple[int, int, int, int]]) -> tuple[int, int, int, int]:
+    """(bytes of the text without line breaks and indents, line breaks, their indent levels, depth) of a
+    container in the form :func:`dumps_lock` writes, from those of its children, at least (see
+    :func:`_scalar_bytes`).  The container placed at depth d takes ``text + lines * (1 + 2 * d) + 2 * levels``
+    bytes: each line break is followed by two spaces per level."""
+    values = list(node.values()) if isinstance(node, dict) else node
+    parts = [measured[id(v)] if isinstance(v, (dict, list)) else (_scalar_bytes(v), 0, 0, 0) for v in values]
+    if not parts:
+        return 2, 0, 0, 1
+    text = 2 + len(parts) - 1 + sum(part[0] for part in parts)  # brackets, commas, the values
+    if isinstance(node, dict):  # each key, quoted, and ': '
+        text += sum(_scalar_bytes(key if isinstance(key, str) else str(key)) + 2 for key in node)
+    lines = len(parts) + 1 + sum(part[1] for part in parts)  # a line per value and the closing bracket's
+    levels = sum(1 + part[1] + part[2] for part in parts)  # a value's line one level in, its own lines too
+    return text, lines, levels, 1 + max(part[3] for part in parts)
+
+
+def _spec_shape(doc: Any, file: str) -> None:
+    """Refuse a YAML document that is not a JSON tree a lock can be: an alias inside its own anchor (a cycle),
+    nesting deeper than :data:`MAX_SPEC_DEPTH`, or a lock that would be written larger than
+    :data:`MAX_LOCK_BYTES` (the most :func:`load_lock` reads), as a billion laughs is: a small file whose nested
+    aliases repeat a value exponentially often.
+
+    PyYAML builds an alias as a second reference to one object, so the checks, the digest and the writing,
+    which walk the lock as a tree, would walk every repetition.  This walk visits each object once, without
+    recursion, a container after its children (:func:`_container_size`).
+    """
+    if not isinstance(doc, (dict, list)):
+        return
+    measured: dict[int, tuple[int, int, int, int]] = {}
+    open_: set[int] = set()  # the containers whose children are being measured: the path from the root
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not children_done:
+            if id(node) in open_:
+                raise InvalidRunError(file, "lock-json", "the spec has a recursive alias (an anchor used inside its "
+                                      "own value, as in a: &a [*a]): JSON cannot hold it")
+            if id(node) not in measured:
+                open_.add(id(node))
+                stack.append((node, True))
+                values = node.values() if isinstance(node, dict) else node
+                stack.extend((value, False) for value in values if isinstance(value, (dict, list)))
+            continue
+        open_.discard(id(node))
+        text, lines, levels, depth = measured[id(node)] = _container_size(node, measured)
+        if depth > MAX_SPEC_DEPTH:
+            raise InvalidRunError(file, "lock-json", f"the spec is nested more than {MAX_SPEC_DEPTH} levels deep "
+                                  "(its aliases expanded)")
+        if text + lines + 2 * levels + 1 > MAX_LOCK_BYTES:
+            raise InvalidRunError(file, "lock-too-large", "the lock written from the spec (its aliases expanded) "
+                                  f"would be larger than {size_text(MAX_LOCK_BYTES)} (MAX_LOCK_BYTES), the most a "
+                                  "lock may be")
 
 
 def read_spec(path: str | os.PathLike) -> Any:
     """The document of a lock spec: JSON, or YAML when the file is not JSON (``.yaml``/``.yml``, or any other
-    name whose text does not parse as JSON).  A YAML timestamp stays the string it was written as."""
+    name whose text does not parse as JSON).  A YAML timestamp stays the string it was written as; a YAML
+    document that JSON cannot write out as a lock (a recursive alias, too deep, aliases expanding beyond
+    :data:`MAX_LOCK_BYTES`) is refused."""
     file = os.fspath(path)
     raw = _read(path)
     if not file.lower().endswith((".yaml", ".yml")):
@@ -308,14 +399,20 @@ def read_spec(path: str | os.PathLike) -> Any:
                 raise
     yaml, loader = _yaml_loader()
     try:
-        return yaml.load(raw.decode("utf-8"), Loader=loader)  # noqa: S506 - a SafeLoader subclass
+        doc = yaml.load(raw.decode("utf-8"), Loader=loader)  # noqa: S506 - a SafeLoader subclass
     except UnicodeDecodeError:
         raise InvalidRunError(file, "lock-json", "the spec is not valid UTF-8") from None
+    except RecursionError:  # PyYAML composes nested nodes by recursion
+        raise InvalidRunError(file, "lock-json", "the spec is nested too deeply") from None
+    except Violation as exc:
+        raise InvalidRunError(file, exc.rule, exc.reason) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise InvalidRunError(file, "lock-json", f"the spec is neither JSON nor YAML{where}: "
                               f"{getattr(exc, 'problem', None) or type(exc).__name__}") from None
+    _spec_shape(doc, file)
+    return doc
 
 
 def make_lock(spec: Any, file: str) -> tuple[Lock | None, list[InvalidRunError]]:

@@ -16,6 +16,7 @@ from capbench_nb.format.lock import LOCK, LOCK_CHECKS
 from capbench_nb.records.lock import (
     dumps_lock, is_secret_reference, load_lock, lock_digest, lock_problems, make_lock, read_spec,
 )
+from conftest import cli
 
 SPEC = {
     "schema_version": "capbench.suite-lock/1",
@@ -244,6 +245,66 @@ def test_a_yaml_spec_with_non_json_values(tmp_path):
     with pytest.raises(InvalidRunError) as err:
         read_spec(tmp_path / "bad.yml")
     assert err.value.rule == "lock-json"
+
+
+def _laughs(levels: int, indent: str = "") -> list[str]:
+    """A billion laughs: level i is nine aliases of level i-1, so the last level stands for 9**levels strings."""
+    lines = [f'{indent}l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    return lines + [f"{indent}l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
+
+
+def _spec_text(params: str, pins: list[str] = ()) -> str:
+    return "\n".join(["schema_version: capbench.suite-lock/1", "suite: {name: s, version: '1'}",
+                      "run_policy: {k: 1}", *(["platform:", *pins] if pins else []),
+                      f"tasks: [{{task_id: t, params: {params}}}]"]) + "\n"
+
+
+@pytest.mark.parametrize("text, rule, message", [
+    ("a: &a [*a]\n", "lock-json", "recursive alias"),
+    ("a: &a {b: *a}\n", "lock-json", "recursive alias"),
+    ("a: &a [1, [2, {c: *a}]]\n", "lock-json", "recursive alias"),
+    ("[" * 100_000 + "\n", "lock-json", "nested too deeply"),  # PyYAML composes by recursion
+    ("a: " + "[" * 600 + "]" * 600 + "\n", "lock-json", "nested too deeply"),
+    ("a: " + "[" * 450 + "]" * 450 + "\n", "lock-json", "nested more than 400 levels deep"),
+    ("\n".join(["a0: &a0 [x]"] + [f"a{i}: &a{i} [*a{i - 1}]" for i in range(1, 2000)]) + "\n", "lock-json",
+     "nested more than 400 levels deep"),  # aliases nest deeper than the text
+    ("\n".join(_laughs(9)) + "\n", "lock-too-large", "larger than 100 MiB (MAX_LOCK_BYTES)"),
+    ("\n".join(_laughs(40)) + "\n", "lock-too-large", "larger than 100 MiB (MAX_LOCK_BYTES)"),
+    ("a: " + "9" * 5000 + "\n", "number-too-large", "the integer at line 1 is longer than 4300 digits"),
+])
+def test_a_yaml_spec_json_cannot_write_is_one_line_exit_2_nothing_written(tmp_path, text, rule, message):
+    (tmp_path / "spec.yaml").write_text(text)
+    with pytest.raises(InvalidRunError) as err:
+        read_spec(tmp_path / "spec.yaml")
+    assert err.value.rule == rule and message in str(err.value)
+    rc, out, err = cli("suite", "lock", tmp_path / "spec.yaml", "--out", tmp_path / "lock.json")
+    assert (rc, out) == (2, "") and err.count("\n") == 1 and f"[rule: {rule}]" in err
+    assert not (tmp_path / "lock.json").exists()
+
+
+def test_yaml_aliases_within_the_limits_are_the_values_they_repeat(tmp_path):
+    # shared, not recursive: an alias used twice, in two places, and a merge
+    (tmp_path / "spec.yaml").write_text(_spec_text("{steps: *s, again: *s, m: {<<: *m, y: 2}}", [
+        "  steps: &s [restore:init_state, {wait: 1}]", "  base: &m {x: 1, y: 1}"]))
+    spec = read_spec(tmp_path / "spec.yaml")
+    assert spec["tasks"][0]["params"] == {"steps": ["restore:init_state", {"wait": 1}],
+                                           "again": ["restore:init_state", {"wait": 1}], "m": {"x": 1, "y": 2}}
+    # 9**5 laughs, about 3.6 MB written: under MAX_LOCK_BYTES, so a lock, written as load_lock reads it back
+    (tmp_path / "laughs.yaml").write_text(_spec_text("{x: *l4}", _laughs(5, "  ")))
+    lock, problems = make_lock(read_spec(tmp_path / "laughs.yaml"), "laughs.yaml")
+    assert problems == []
+    text = dumps_lock(lock)
+    assert len(text) > 9**5 * 5 and len(text.encode()) <= MAX_LOCK_BYTES
+    assert json.loads(text)["tasks"][0]["params"]["x"][8][8][8][8][8] == "lol"
+
+
+def test_yaml_merges_of_merges_load_in_linear_time(tmp_path):
+    # PyYAML before 6.0.4 copied a merged mapping's pairs once per alias (yaml/pyyaml#897): 9**30 pairs
+    lines = ["  m0: &m0 {x: 1}"] + [f"  m{i}: &m{i} {{<<: [{', '.join([f'*m{i - 1}'] * 9)}], k{i}: {i}}}"
+                                    for i in range(1, 30)]
+    (tmp_path / "spec.yaml").write_text(_spec_text("{m: *m29}", lines))
+    spec = read_spec(tmp_path / "spec.yaml")
+    assert spec["tasks"][0]["params"]["m"] == {"x": 1, **{f"k{i}": i for i in range(1, 30)}}
 
 
 def test_a_spec_with_a_digest_is_refused():
