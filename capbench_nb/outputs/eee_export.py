@@ -16,6 +16,9 @@ records); :func:`export_eee` writes both under DIR:
   the task's ``planned_repeats``: enough to recompute pass@1, pass@k and pass^k of section 6 from the
   export alone.
 
+A run without counted attempts is refused (``eee-no-attempts``), nothing written: EEE has no form for zero
+instances (its validator refuses an empty samples file).
+
 The files depend only on the run (the uuid is derived from its input hashes; ``retrieved_timestamp``
 is the manifest's ``created_at`` as Unix time): the same run gives the same bytes.
 """
@@ -31,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from capbench_nb._version import __version__
+from capbench_nb.errors import InvalidRunError
 from capbench_nb.io.atomic import write_atomic
 from capbench_nb.metrics.document import compute_metrics
 from capbench_nb.records.run import Run, load_run
@@ -165,8 +169,18 @@ def eee_records(run: Run) -> tuple[str, dict, list[dict]]:
 
 def export_eee(run: str | os.PathLike | Run, out: str | os.PathLike, *, allow_invalid: bool = False,
                skip_evidence: bool = False) -> Path:
-    """Write the run's EEE aggregate record and its instance-level JSONL under ``out``; returns the aggregate's path."""
+    """Write the run's EEE aggregate record and its instance-level JSONL under ``out``; returns the aggregate's path.
+
+    A run without counted attempts (an empty results.jsonl, or only anomalies) is refused (``eee-no-attempts``)
+    and nothing is written: EEE's validator refuses a samples file without rows, and an aggregate alone, without
+    ``detailed_evaluation_results``, would say the instance rows were not published (and hold no result: every
+    rate of such a run has an empty denominator), not that there were none.
+    """
     run = run if isinstance(run, Run) else load_run(run, strict=not allow_invalid, skip_evidence=skip_evidence)
+    if run.attempts.empty:
+        raise InvalidRunError(str(Path(run.path) / "results.jsonl"), "eee-no-attempts", "the run has no counted "
+                              "attempts, so there is no instance-level record Every Eval Ever can hold (its "
+                              "validator refuses an empty samples file): nothing written")
     where, aggregate, rows = eee_records(run)
     name = str(uuid.UUID(bytes=hashlib.sha256(json.dumps(run.hashes, sort_keys=True).encode()).digest()[:16], version=4))
     text = "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows)

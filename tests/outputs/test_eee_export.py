@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 from collections import defaultdict
@@ -12,9 +13,10 @@ import pandas as pd
 import pytest
 
 import capbench_nb as cb
+from capbench_nb.errors import InvalidRunError
 from capbench_nb.outputs.eee_export import export_eee, path_component
 from capbench_nb.simulation.writer import simulate_run
-from conftest import SAMPLE_RUN
+from conftest import SAMPLE_RUN, check_error, cli, manifest, record, write_run
 
 validate = pytest.importorskip("every_eval_ever.validator.validate",
                                reason="every-eval-ever (dev extra) is not installed")
@@ -113,3 +115,32 @@ def test_a_created_at_without_an_offset_is_read_as_utc(runs, tmp_path, monkeypat
     finally:
         monkeypatch.delenv("TZ")
         __import__("time").tzset()
+
+
+@pytest.mark.parametrize("records", [
+    [],  # an empty results.jsonl: a valid run, every rate n/a
+    [record("t1", 3), record("gone", 1)],  # only anomalies: beyond t1's planned repeats, a task not planned
+], ids=["empty", "only-anomalies"])
+def test_a_run_without_counted_attempts_is_refused_one_line_nothing_written(tmp_path, records):
+    run_dir = write_run(tmp_path / "run", manifest([("t1", 2), ("t2", 2)]), records)
+    assert len(cb.load_run(run_dir).attempts) == 0
+    with pytest.raises(InvalidRunError) as err:
+        export_eee(run_dir, tmp_path / "eee")
+    assert err.value.rule == "eee-no-attempts" and err.value.file == str(run_dir / "results.jsonl")
+    rc, out, err = cli("export", run_dir, "--format", "eee", "--out", tmp_path / "eee")
+    assert (rc, out) == (2, "")
+    check_error(err, rule="eee-no-attempts")
+    assert "no counted attempts" in err and not (tmp_path / "eee").exists()
+
+
+def test_eee_has_no_form_for_zero_instances(runs, tmp_path):
+    # why the refusal: the validator fails an aggregate whose samples file has no row, and the file itself
+    aggregate = export_eee(runs[1], tmp_path / "out")
+    samples = aggregate.with_name(aggregate.stem + "_samples.jsonl")
+    samples.write_text("")
+    doc = json.loads(aggregate.read_text())
+    doc["detailed_evaluation_results"].update(checksum=hashlib.sha256(b"").hexdigest(), total_rows=0)
+    aggregate.write_text(json.dumps(doc))
+    code, reports = _validate(_files(aggregate))
+    assert code != 0 and [r["valid"] for r in reports] == [False, False]
+    assert all("at least one JSONL row" in " ".join(map(str, r["errors"])) for r in reports)
