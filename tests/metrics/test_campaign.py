@@ -58,6 +58,20 @@ def test_rates_equal_each_runs_metrics_json(runs, store):
     assert str(frame["value"].dtype) == "Float64"
 
 
+#: run_ids an engine could read as a null partition value, or that need escaping: each is read back by DuckDB
+NULL_LIKE_IDS = ["__HIVE_DEFAULT_PARTITION__", "%5F_HIVE_DEFAULT_PARTITION__", "null", "NULL", "None", "nan", " ",
+                 "%", "=", "/", "=/%", "%5F"]
+
+
+def test_run_ids_that_look_null_or_need_escaping_keep_their_rates(tmp_path):
+    runs = [with_run_id(simulate_run(tmp_path / f"r{i}", tasks=5 + i, repeats=2, seed=40 + i), rid)
+            for i, rid in enumerate(NULL_LIKE_IDS)]
+    c = cb.campaign(export_campaign(runs, tmp_path / "s"))
+    assert list(c.counts()["run_id"]) == NULL_LIKE_IDS  # none lost, none read as a null
+    assert_rates_match(c.rates(), runs)
+    assert all(c.rates()[rid]["pass@1"].n > 0 for rid in NULL_LIKE_IDS)
+
+
 def test_hand_computed_counts(tmp_path):
     # k = 3.  t1: S A S; t2: A A A; t3: E S S (attempt 1 ineligible); t4: attempts 2, 3 only; t5: S S S, and
     # an attempt 4 above its planned repeats (an anomaly: not in the store)

@@ -16,6 +16,8 @@ pytest.importorskip("pyspark", reason="the spark extra (pip install capbench-nb[
 pytestmark = pytest.mark.spark
 
 RATE_KEYS = ("value", "successes", "n", "ci_low", "ci_high", "coverage")
+#: run_ids Spark could read as a null partition value (Hive's own null name first), or that need escaping
+NULL_LIKE = ["__HIVE_DEFAULT_PARTITION__", "null", "NULL", " ", "%", "=/%", "%5F"]
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +38,12 @@ def store(tmp_path_factory) -> tuple[Path, list[Path]]:
     runs = []
     for i, (rid, shape) in enumerate([("007", dict(tasks=25, repeats=3, seed=21)),
                                       ("a/b=c %", dict(tasks=20, repeats=4, seed=22, missing_attempts=4)),
-                                      ("1e3", dict(tasks=30, repeats=2, seed=23, extra_attempts=3, empty_tasks=2))]):
+                                      ("1e3", dict(tasks=30, repeats=2, seed=23, extra_attempts=3, empty_tasks=2)),
+                                      *((rid, dict(tasks=6, repeats=2, seed=30 + j))
+                                        for j, rid in enumerate(NULL_LIKE))]):
         path = simulate_run(base / f"r{i}", **shape)
         doc = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-        doc["run_id"] = rid  # ids Spark would read as numbers, or that need escaping
+        doc["run_id"] = rid  # ids Spark would read as numbers or nulls, or that need escaping
         (path / "manifest.json").write_text(json.dumps(doc), encoding="utf-8")
         runs.append(path)
     return export_campaign(runs, base / "store"), runs
@@ -50,7 +54,7 @@ def test_spark_counts_equal_duckdb_and_rates_equal_metrics_json(spark, store):
     on_spark = cb.campaign(path, engine="spark", spark=spark)
     on_duckdb = cb.campaign(path)
     assert on_spark.counts().equals(on_duckdb.counts())
-    assert list(on_spark.counts()["run_id"]) == ["007", "a/b=c %", "1e3"]
+    assert list(on_spark.counts()["run_id"]) == ["007", "a/b=c %", "1e3", *NULL_LIKE]
     rates = on_spark.rates()
     for run_dir in runs:
         run = cb.load_run(run_dir)

@@ -24,7 +24,10 @@ from capbench_nb.records.campaign.store import write_store
 from capbench_nb.simulation.writer import simulate_run
 from conftest import SAMPLE_RUN, manifest, record, tree_hashes, write_run
 
-HOSTILE_IDS = ["a/b", "../up", "x=y%z", "päss #1?", "tab\there", "*[{^}]:\\'\"", "007", "."]
+HOSTILE_IDS = ["a/b", "../up", "x=y%z", "päss #1?", "tab\there", "*[{^}]:\\'\"", "007", ".",
+               # values an engine could read as a null: Hive's own null name, null's spellings, the empty-looking
+               "__HIVE_DEFAULT_PARTITION__", "%5F_HIVE_DEFAULT_PARTITION__", "null", "NULL", "None", "nan", " ",
+               "%", "=", "/", "%5F"]
 
 
 def _normalised(frame: pd.DataFrame) -> pd.DataFrame:
@@ -139,9 +142,33 @@ def test_hostile_run_ids_are_stored_and_read_back(sim, tmp_path):
     assert open_store(out).run_ids == HOSTILE_IDS
     for rid in HOSTILE_IDS:
         assert read_run(out, rid).run_id == rid
-    # read as the Hive-partitioned dataset it is, by pyarrow itself
+    # read as the Hive-partitioned dataset it is, by pyarrow itself; pyarrow alone decodes a value before it
+    # compares it with Hive's null name, so that one run_id is a null there (DuckDB and Spark read it back)
     dataset = pq.read_table(out / "attempts", partitioning="hive")
-    assert sorted(set(dataset.column("run_id").to_pylist())) == sorted(HOSTILE_IDS)
+    found = [None if rid == schema.HIVE_NULL_PARTITION else rid for rid in HOSTILE_IDS]
+    assert set(dataset.column("run_id").to_pylist()) == set(found) and len(found) == len(set(found))
+
+
+def test_hives_null_name_is_escaped_so_duckdb_reads_the_run_id_back(sim, tmp_path):
+    assert schema.partition_name("__HIVE_DEFAULT_PARTITION__") == "run_id=%5F_HIVE_DEFAULT_PARTITION__"
+    assert schema.partition_name("__HIVE_DEFAULT_PARTITION__x") == "run_id=__HIVE_DEFAULT_PARTITION__x"
+    run = cb.load_run(_renamed(sim, tmp_path / "r", "__HIVE_DEFAULT_PARTITION__"))
+    out = write_store(tmp_path / "store", [(run, "sha256:x")])
+    counts = cb.campaign(out).counts()
+    assert list(counts["run_id"]) == ["__HIVE_DEFAULT_PARTITION__"]
+    assert counts.loc[0, "pass1_n"] == cb.compute_metrics(run)["metrics"]["pass@1"]["n"] > 0
+
+
+def test_a_store_written_before_the_escape_is_read_and_renamed_by_an_append(sim, tmp_path):
+    run = cb.load_run(_renamed(sim, tmp_path / "r", "__HIVE_DEFAULT_PARTITION__"))
+    out = write_store(tmp_path / "store", [(run, "sha256:x")])
+    attempts = out / "attempts"
+    (attempts / "run_id=%5F_HIVE_DEFAULT_PARTITION__").rename(attempts / "run_id=__HIVE_DEFAULT_PARTITION__")
+    assert dumps(cb.compute_metrics(read_run(out, run.run_id))) == dumps(cb.compute_metrics(run))
+    other = cb.load_run(_renamed(sim, tmp_path / "o", "other"))
+    write_store(out, [(other, "sha256:y")], append=True)
+    assert sorted(os.listdir(attempts)) == ["run_id=%5F_HIVE_DEFAULT_PARTITION__", "run_id=other"]
+    assert list(cb.campaign(out).counts()["run_id"]) == ["__HIVE_DEFAULT_PARTITION__", "other"]
 
 
 def test_append_replace_and_refusals(sim, tmp_path):

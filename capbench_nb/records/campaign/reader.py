@@ -25,15 +25,15 @@ from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.format import RECORD_ANOMALIES
 from capbench_nb.format.fields import RECORD_COLUMNS, RECORD_DTYPES
 from capbench_nb.records.campaign.schema import (
-    ATTEMPTS_DIR, PART_FILE, RUNS_COLUMNS, RUNS_FILE, STORE_SCHEMA_VERSION, TASKS_FILE, TELEMETRY_COLUMNS,
-    partition_name, store_version,
+    ATTEMPTS_DIR, HIVE_NULL_PARTITION, PART_FILE, PARTITION_KEY, RUNS_COLUMNS, RUNS_FILE, STORE_SCHEMA_VERSION,
+    TASKS_FILE, TELEMETRY_COLUMNS, partition_name, store_version,
 )
 from capbench_nb.records.exact_reader import CATEGORIES, canonical_json
 from capbench_nb.records.manifest import fixed_k, plan_frame
 from capbench_nb.records.run import Run
 from capbench_nb.records.selection import selection_from_text
 
-__all__ = ["Store", "open_store", "check_version", "corrupt_part", "read_records", "read_run"]
+__all__ = ["Store", "open_store", "check_version", "partition_dir", "corrupt_part", "read_records", "read_run"]
 
 _MASKED = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(), pa.bool_(): pd.BooleanDtype()}
 #: runs.parquet columns :func:`open_store` leaves on disk: JSON text as large as the run's plan and anomalies.
@@ -56,7 +56,7 @@ class Store:
 
     def partition(self, run_id: str) -> Path:
         """The directory of a run's attempts (``attempts/run_id=<escaped>``)."""
-        return self.path / ATTEMPTS_DIR / partition_name(run_id)
+        return partition_dir(self.path, run_id)
 
     def row(self, run_id: str) -> dict:
         """The run's whole runs.parquet row, its read-back columns included (read for this run only)."""
@@ -95,10 +95,21 @@ def check_version(store: Path) -> None:
                               f"toolkit reads {STORE_SCHEMA_VERSION}: export the runs into a new store")
 
 
+def partition_dir(store: Path, run_id: str) -> Path:
+    """The directory of a run's attempts in ``store``: ``attempts/`` + :func:`partition_name`; for the run_id
+    ``__HIVE_DEFAULT_PARTITION__`` in a store written before that name was escaped, its directory of then when
+    only that one is there (the engines read its run_id as a null; an ``export --append`` renames it)."""
+    path = store / ATTEMPTS_DIR / partition_name(run_id)
+    if run_id == HIVE_NULL_PARTITION and not path.exists():
+        before = store / ATTEMPTS_DIR / f"{PARTITION_KEY}={HIVE_NULL_PARTITION}"
+        return before if before.is_dir() else path
+    return path
+
+
 def corrupt_part(store: Path, run_ids) -> InvalidRunError | None:
     """The error naming the first run partition file that is not a readable Parquet file, None when all are."""
     for run_id in run_ids:
-        path = store / ATTEMPTS_DIR / partition_name(run_id) / PART_FILE
+        path = partition_dir(store, run_id) / PART_FILE
         try:
             pq.read_metadata(path)
         except (OSError, pa.ArrowException) as exc:

@@ -23,8 +23,8 @@ from capbench_nb.format.fields import RECORD_FIELDS, RECORD_TELEMETRY
 __all__ = [
     "RUNS_FILE", "TASKS_FILE", "ATTEMPTS_DIR", "PART_FILE", "PARTITION_KEY", "STORE_NAMES", "arrow_type",
     "ATTEMPT_FIELDS", "ATTEMPT_EXTRA", "ATTEMPTS_SCHEMA", "RUNS_COLUMNS", "RUNS_SCHEMA", "TASKS_SCHEMA",
-    "TELEMETRY_COLUMNS", "hive_escape", "partition_name", "MAX_PARTITION_BYTES", "STORE_SCHEMA_VERSION",
-    "SCHEMA_KEY", "store_version",
+    "TELEMETRY_COLUMNS", "hive_escape", "partition_name", "HIVE_NULL_PARTITION", "MAX_PARTITION_BYTES",
+    "STORE_SCHEMA_VERSION", "SCHEMA_KEY", "store_version",
 ]
 
 RUNS_FILE, TASKS_FILE, ATTEMPTS_DIR, PART_FILE = "runs.parquet", "tasks.parquet", "attempts", "part-0.parquet"
@@ -89,6 +89,8 @@ TASKS_SCHEMA = pa.schema([
 #: The characters Hive's ``FileUtils.escapePathName`` (and Spark's ``ExternalCatalogUtils``) escape as
 #: ``%XX``; NUL too, which no file name may hold.  Everything else, non-ASCII included, stays as it is.
 _HIVE_ESCAPED = frozenset(map(chr, range(0x20))) | frozenset('"#%\'*/:=?\\\x7f{[]^')
+#: The partition directory value Hive writes for a null, and DuckDB, Spark and pyarrow read as one.
+HIVE_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 #: NAME_MAX: a partition directory name (``run_id=`` + the escaped value) longer than this is refused.
 MAX_PARTITION_BYTES = 255
 
@@ -99,5 +101,12 @@ def hive_escape(value: str) -> str:
 
 
 def partition_name(run_id: str) -> str:
-    """The attempts directory of a run: ``run_id=<escaped run_id>``."""
-    return f"{PARTITION_KEY}={hive_escape(run_id)}"
+    """The attempts directory of a run: ``run_id=<escaped run_id>``.
+
+    One value more is escaped than Hive does: :data:`HIVE_NULL_PARTITION`, the name Hive writes for a null, is
+    ``%5F_HIVE_DEFAULT_PARTITION__``.  DuckDB and Spark compare a directory's value with that name before they
+    decode it, so they read this run_id back, where the name itself would be read as a null (and the run's
+    attempts as no run's).  pyarrow's Hive partitioning decodes first, and reads it as a null either way.
+    """
+    value = hive_escape(run_id)
+    return f"{PARTITION_KEY}={'%5F' + value[1:] if value == HIVE_NULL_PARTITION else value}"

@@ -27,7 +27,7 @@ from capbench_nb._version import __version__
 from capbench_nb.errors import InvalidRunError, one_line
 from capbench_nb.io import publish
 from capbench_nb.io.atomic import fsync_directory, fsync_file
-from capbench_nb.records.campaign.reader import check_version
+from capbench_nb.records.campaign.reader import check_version, partition_dir
 from capbench_nb.records.campaign.schema import (
     ATTEMPT_EXTRA, ATTEMPT_FIELDS, ATTEMPTS_DIR, ATTEMPTS_SCHEMA, MAX_PARTITION_BYTES, PART_FILE, RUNS_FILE,
     RUNS_SCHEMA, STORE_NAMES, TASKS_FILE, TASKS_SCHEMA, partition_name,
@@ -184,7 +184,7 @@ def _stage(staging: Path, out: Path, entries: Sequence[tuple[Run, str]], held: l
             rows.append(old_runs.slice(i, 1).cast(RUNS_SCHEMA))
             mask = np.asarray(old_tasks.column("run_id").to_pylist(), dtype=object) == rid
             tasks.append(old_tasks.filter(pa.array(mask)).cast(TASKS_SCHEMA))
-            _link_tree(out / ATTEMPTS_DIR / partition_name(rid), attempts / partition_name(rid))
+            _link_tree(partition_dir(out, rid), attempts / partition_name(rid))
     for rid, (run, digest) in new.items():
         rows.append(pa.Table.from_pylist([run_row(run, digest)], schema=RUNS_SCHEMA))
         tasks.append(tasks_table(run))
