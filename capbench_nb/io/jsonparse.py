@@ -23,7 +23,7 @@ from capbench_nb.io.pointer import escape_token
 __all__ = [
     "parse_strict", "reject_constant", "max_int_digits", "locate_refused_token", "find_surrogate",
     "surrogate_message", "ascii_escaped", "SURROGATE", "SURROGATE_ESCAPE", "size_text", "is_int",
-    "is_number", "short", "json_type_name", "JsonMessages", "json_reason", "json_error", "parse_document",
+    "is_number", "short", "json_type_name", "has_json_type", "JsonMessages", "json_reason", "json_error", "parse_document",
 ]
 
 
@@ -174,6 +174,17 @@ def is_number(v: Any) -> bool:
 def short(v: Any) -> str:
     text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+_JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "object": (dict,),
+               "array": (list,)}
+
+
+def has_json_type(value: Any, json_type: str) -> bool:
+    """Whether a parsed JSON value is of ``json_type`` (a field table's name); a boolean is no integer or number."""
+    if json_type in ("integer", "number") and type(value) is bool:
+        return False
+    return isinstance(value, _JSON_TYPES[json_type])
 
 
 def json_type_name(v: Any) -> str:

@@ -25,14 +25,11 @@ from capbench_nb.format.lock import (
     LOCK, LOCK_NONEMPTY, LOCK_UNIQUE, SECRET_KEY_WORDS, SECRET_KEYS, SECRET_PREFIXES,
 )
 from capbench_nb.io.files import FileTooLarge, input_errors, read_regular_file
-from capbench_nb.io.jsonparse import json_type_name, max_int_digits, parse_document, short, size_text
+from capbench_nb.io.jsonparse import has_json_type, json_type_name, max_int_digits, parse_document, short, size_text
 from capbench_nb.io.pointer import escape_token
 
 __all__ = ["Lock", "lock_digest", "lock_problems", "check_lock", "load_lock", "read_spec", "make_lock",
            "dumps_lock", "is_secret_reference"]
-
-_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "object": (dict,),
-          "array": (list,)}
 
 
 class Lock(dict):
@@ -43,12 +40,6 @@ class Lock(dict):
     @property
     def digest(self) -> str:
         return self["digest"]
-
-
-def _has_type(value: Any, json_type: str) -> bool:
-    if json_type in ("integer", "number") and type(value) is bool:
-        return False
-    return isinstance(value, _TYPES[json_type])
 
 
 def lock_digest(lock: dict) -> str:
@@ -109,7 +100,7 @@ def _field_problems(doc: Any, file: str, digest_required: bool) -> Iterator[Inva
                 continue
             if value is None and field.nullable:
                 continue
-            if not _has_type(value, field.json_type):
+            if not has_json_type(value, field.json_type):
                 if field.type_rule == "lock-secret":
                     yield InvalidRunError(file, "lock-secret", f"{pointer} must be a secret reference "
                                           "(env:NAME, file:PATH or vault:PATH)", pointer=pointer)
@@ -134,7 +125,7 @@ def _value_problems(field, pointer: str, value: Any, file: str) -> Iterator[Inva
     if field.items:
         entries = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in entries:
-            if not _has_type(item, field.items):
+            if not has_json_type(item, field.items):
                 where = f"{pointer}/{escape_token(str(key))}"
                 yield InvalidRunError(file, field.type_rule, f"{where} must be {'an' if field.items[0] in 'aeiou' else 'a'}"
                                       f" {field.items}, not {json_type_name(item)}", pointer=where)

@@ -14,16 +14,9 @@ from capbench_nb.errors import InvalidRunError
 from capbench_nb.format.limits import MAX_SUBSET_BYTES
 from capbench_nb.format.subset import SUBSET_FIELDS, SUBSET_FILE, SUBSET_RULE, SUBSET_SCHEMA
 from capbench_nb.io.files import FileTooLarge, input_errors, read_regular_file
-from capbench_nb.io.jsonparse import json_type_name, parse_document, short, size_text
+from capbench_nb.io.jsonparse import has_json_type, json_type_name, parse_document, short, size_text
 
 __all__ = ["read_subset", "subset_problems"]
-
-_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "object": (dict,), "array": (list,)}
-
-
-def _has_type(value: Any, json_type: str) -> bool:
-    return type(value) is not bool and isinstance(value, _TYPES[json_type])
-
 
 def _places(doc: Any, pattern: str) -> Iterator[tuple[str, Any, bool]]:
     """(pointer, value, present) of every place ``pattern`` names whose parent is there, of its type."""
@@ -42,7 +35,7 @@ def _places(doc: Any, pattern: str) -> Iterator[tuple[str, Any, bool]]:
 
 def _value_problem(field, where: str, value: Any, seen: dict) -> str | None:
     """What is wrong with one present value of ``field`` (``seen``: the earlier values of a unique field)."""
-    if not _has_type(value, field.json_type):
+    if not has_json_type(value, field.json_type):
         return field.type_message.format(where=where, type=json_type_name(value), value=short(value))
     if field.vocabulary and value not in field.vocabulary:
         return f"{where} must be {' or '.join(field.vocabulary)}, not {short(value)}"
@@ -53,7 +46,7 @@ def _value_problem(field, where: str, value: Any, seen: dict) -> str | None:
     if field.non_empty and value == "":
         return f"{where} must not be empty"
     for i, item in enumerate(value if field.items else ()):
-        if not _has_type(item, field.items):
+        if not has_json_type(item, field.items):
             return f"{where}/{i} must be {'an' if field.items[0] in 'aeiou' else 'a'} {field.items}, not {json_type_name(item)}"
     if field.unique_rule and field.items:  # a list of unique items
         first: dict = {}
