@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
-__all__ = ["EvidenceError", "parse_pointer", "resolve_pointer", "escape_token", "split_reference"]
+__all__ = ["EvidenceError", "parse_pointer", "resolve_pointer", "escape_token", "expand_pattern", "split_reference"]
 
 
 class EvidenceError(ValueError):
@@ -75,3 +75,26 @@ def split_reference(reference: str) -> tuple[str, str]:
 def escape_token(key: str) -> str:
     """One reference token of a pointer: ``~`` as ``~0`` and ``/`` as ``~1`` (RFC 6901 section 3)."""
     return key.replace("~", "~0").replace("/", "~1")
+
+
+def expand_pattern(doc: Any, pattern: str) -> Iterator[tuple[str, Any, bool]]:
+    """(pointer, value, present) of every place ``pattern`` (a JSON pointer whose token ``*`` is every index of
+    a list, as the field tables write it) names in ``doc`` whose parent exists and has the right container
+    type; an absent last key is yielded with ``present`` False and value None."""
+    places = [("", doc)]
+    tokens = pattern.split("/")[1:] if pattern else []
+    for depth, token in enumerate(tokens):
+        last = depth == len(tokens) - 1
+        nxt = []
+        for pointer, value in places:
+            if token == "*":
+                if isinstance(value, list):
+                    nxt.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
+            elif isinstance(value, dict):
+                if token in value:
+                    nxt.append((f"{pointer}/{escape_token(token)}", value[token]))
+                elif last:
+                    yield f"{pointer}/{escape_token(token)}", None, False
+        places = nxt
+    for pointer, value in places:
+        yield pointer, value, True

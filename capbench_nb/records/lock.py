@@ -26,7 +26,7 @@ from capbench_nb.format.lock import (
 )
 from capbench_nb.io.files import FileTooLarge, input_errors, read_regular_file
 from capbench_nb.io.jsonparse import has_json_type, json_type_name, max_int_digits, parse_document, short, size_text
-from capbench_nb.io.pointer import escape_token
+from capbench_nb.io.pointer import escape_token, expand_pattern
 
 __all__ = ["Lock", "lock_digest", "lock_problems", "check_lock", "load_lock", "read_spec", "make_lock",
            "dumps_lock", "is_secret_reference"]
@@ -68,31 +68,9 @@ def lock_digest(lock: dict) -> str:
     return "sha256:" + hashlib.sha256(canonical).hexdigest()
 
 
-def _expand(doc: Any, pattern: str) -> Iterator[tuple[str, Any, bool]]:
-    """(pointer, value, present) of every place ``pattern`` names in ``doc`` whose parent exists and
-    has the right container type; ``*`` is every index of a list."""
-    places = [("", doc)]
-    tokens = pattern.split("/")[1:] if pattern else []
-    for depth, token in enumerate(tokens):
-        last = depth == len(tokens) - 1
-        nxt = []
-        for pointer, value in places:
-            if token == "*":
-                if isinstance(value, list):
-                    nxt.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
-            elif isinstance(value, dict):
-                if token in value:
-                    nxt.append((f"{pointer}/{escape_token(token)}", value[token]))
-                elif last:
-                    yield f"{pointer}/{escape_token(token)}", None, False
-        places = nxt
-    for pointer, value in places:
-        yield pointer, value, True
-
-
 def _field_problems(doc: Any, file: str, digest_required: bool) -> Iterator[InvalidRunError]:
     for field in LOCK:
-        for pointer, value, present in _expand(doc, field.name):
+        for pointer, value, present in expand_pattern(doc, field.name):
             if not present:
                 if field.required and (field.name != "/digest" or digest_required):
                     yield InvalidRunError(file, field.type_rule, f"{field.name or 'the lock'} is required",
@@ -136,7 +114,7 @@ def _value_problems(field, pointer: str, value: Any, file: str) -> Iterator[Inva
 def _unique_problems(doc: Any, file: str) -> Iterator[InvalidRunError]:
     for pattern, rule in LOCK_UNIQUE.items():
         seen: set = set()
-        for pointer, value, present in _expand(doc, pattern):
+        for pointer, value, present in expand_pattern(doc, pattern):
             if present and isinstance(value, str) and value:
                 if value in seen:
                     yield InvalidRunError(file, rule, f"{pointer} repeats {short(value)}", pointer=pointer)
@@ -170,7 +148,7 @@ def _secret_pointers(value: Any, pointer: str = "", under: bool = False) -> Iter
 def _secret_problems(doc: dict, file: str) -> Iterator[InvalidRunError]:
     seen = set()
     for pattern in SECRET_KEYS:
-        for pointer, value, present in _expand(doc, pattern):
+        for pointer, value, present in expand_pattern(doc, pattern):
             if present and isinstance(value, str) and not is_secret_reference(value):
                 seen.add(pointer)
                 yield _secret_error(file, pointer)

@@ -14,24 +14,10 @@ from capbench_nb.errors import InvalidRunError
 from capbench_nb.format.limits import MAX_SUBSET_BYTES
 from capbench_nb.format.subset import SUBSET_FIELDS, SUBSET_FILE, SUBSET_RULE, SUBSET_SCHEMA
 from capbench_nb.io.files import FileTooLarge, input_errors, read_regular_file
+from capbench_nb.io.pointer import expand_pattern
 from capbench_nb.io.jsonparse import has_json_type, json_type_name, parse_document, short, size_text
 
 __all__ = ["read_subset", "subset_problems"]
-
-def _places(doc: Any, pattern: str) -> Iterator[tuple[str, Any, bool]]:
-    """(pointer, value, present) of every place ``pattern`` names whose parent is there, of its type."""
-    places = [("", doc)]
-    for token in pattern.split("/")[1:]:
-        nxt = []
-        for pointer, value in places:
-            if token == "*" and isinstance(value, list):
-                nxt += [(f"{pointer}/{i}", item, True) for i, item in enumerate(value)]
-            elif token != "*" and isinstance(value, dict):
-                nxt.append((f"{pointer}/{token}", value.get(token), token in value))
-        places = [(p, v) for p, v, present in nxt if present]
-        yield from ((p, None, False) for p, v, present in nxt if not present)
-    yield from ((p, v, True) for p, v in places)
-
 
 def _value_problem(field, where: str, value: Any, seen: dict) -> str | None:
     """What is wrong with one present value of ``field`` (``seen``: the earlier values of a unique field)."""
@@ -66,7 +52,7 @@ def _field_problems(doc: Any) -> Iterator[str]:
     row may read what an earlier one refused)."""
     for field in SUBSET_FIELDS:
         seen: dict = {}
-        for pointer, value, present in _places(doc, field.name):
+        for pointer, value, present in expand_pattern(doc, field.name):
             where = pointer or "the document"
             problem = _value_problem(field, where, value, seen) if present else f"{where} is required"
             if problem:

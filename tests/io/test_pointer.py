@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from capbench_nb.io.pointer import EvidenceError, escape_token, parse_pointer, resolve_pointer, split_reference
+from capbench_nb.io.pointer import (EvidenceError, escape_token, expand_pattern, parse_pointer, resolve_pointer,
+                                    split_reference)
 from capbench_nb.records.evidence import EvidenceResolver
 
 # --------------------------------------------------------------------------- parse_pointer
@@ -190,3 +191,13 @@ def test_split_reference_needs_file_and_hash(reference):
 @pytest.mark.parametrize("key", ["", "a", "a/b", "m~n", "~1", "/~0/", "x y"])
 def test_escape_token_round_trips_through_parse_pointer(key):
     assert parse_pointer("/" + escape_token(key)) == [key]
+
+
+def test_expand_pattern_names_every_place_of_a_field_table_row():
+    doc = {"tasks": [{"task_id": "a"}, {"seed": 1}, 7], "t~x": 1}
+    # an absent key as it is met, the present values after (7 is no object: no place)
+    assert list(expand_pattern(doc, "/tasks/*/task_id")) == [("/tasks/1/task_id", None, False),
+                                                              ("/tasks/0/task_id", "a", True)]
+    assert list(expand_pattern(doc, "")) == [("", doc, True)]
+    assert list(expand_pattern(doc, "/t~x")) == [("/t~0x", 1, True)]  # a token is a key, escaped in the pointer
+    assert list(expand_pattern(doc, "/missing/child")) == []  # only the last key is reported absent
